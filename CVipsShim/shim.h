@@ -1,0 +1,128 @@
+/*
+ * CVipsShim: the C boundary of VipsLoad.
+ *
+ * Swift cannot call C variadic functions, and most of libvips' API is
+ * variadic (NULL-terminated name/value option lists) or macros. Each wrapper
+ * here fixes one such call to a typed, non-variadic signature and does
+ * nothing else: every decision (which options, when, why) is made in Swift.
+ */
+#ifndef CVIPS_SHIM_H
+#define CVIPS_SHIM_H
+
+#include <vips/vips.h>
+
+/* VIPS_INIT is a macro (ABI check + vips_init). */
+static inline int vl_init(const char *argv0) { return VIPS_INIT(argv0); }
+
+/* ---- loading (header only until pixels are asked for) ------------------ */
+
+static inline VipsImage *vl_load_source(VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, NULL);
+}
+
+/* JPEG: decode at 1/shrink in the DCT domain (shrink is 1, 2, 4 or 8). */
+static inline VipsImage *vl_load_source_shrink(VipsSource *source, VipsAccess access, VipsFailOn fail_on, int shrink) {
+    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "shrink", shrink, NULL);
+}
+
+/* WebP: decode directly at any scale. */
+static inline VipsImage *vl_load_source_scale(VipsSource *source, VipsAccess access, VipsFailOn fail_on, double scale) {
+    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "scale", scale, NULL);
+}
+
+/* ---- processing ---------------------------------------------------------- */
+
+static inline int vl_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size,
+                                     gboolean no_rotate) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", size, "no_rotate", no_rotate, NULL);
+}
+
+static inline int vl_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
+    return vips_colourspace(in, out, space, NULL);
+}
+
+/* Cast with bit shifting, so 16-bit 65535 becomes 8-bit 255 rather than clipping. */
+static inline int vl_cast_shift(VipsImage *in, VipsImage **out, VipsBandFormat format) {
+    return vips_cast(in, out, format, "shift", TRUE, NULL);
+}
+
+static inline int vl_cast(VipsImage *in, VipsImage **out, VipsBandFormat format) {
+    return vips_cast(in, out, format, NULL);
+}
+
+static inline int vl_extract_bands(VipsImage *in, VipsImage **out, int first, int count) {
+    return vips_extract_band(in, out, first, "n", count, NULL);
+}
+
+static inline int vl_copy_interpretation(VipsImage *in, VipsImage **out, VipsInterpretation interpretation) {
+    return vips_copy(in, out, "interpretation", interpretation, NULL);
+}
+
+static inline int vl_icc_transform(VipsImage *in, VipsImage **out, const char *output_profile,
+                                   const char *input_profile) {
+    return vips_icc_transform(in, out, output_profile, "input_profile", input_profile, NULL);
+}
+
+static inline int vl_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
+    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
+}
+
+static inline int vl_linear1(VipsImage *in, VipsImage **out, double a, double b) {
+    return vips_linear1(in, out, a, b, NULL);
+}
+
+static inline int vl_add(VipsImage *left, VipsImage *right, VipsImage **out) {
+    return vips_add(left, right, out, NULL);
+}
+
+static inline int vl_bandjoin2(VipsImage *a, VipsImage *b, VipsImage **out) {
+    return vips_bandjoin2(a, b, out, NULL);
+}
+
+static inline int vl_gaussblur(VipsImage *in, VipsImage **out, double sigma) {
+    return vips_gaussblur(in, out, sigma, NULL);
+}
+
+static inline int vl_draw_rect(VipsImage *image, double *ink, int n, int left, int top, int width, int height) {
+    return vips_draw_rect(image, ink, n, left, top, width, height, "fill", TRUE, NULL);
+}
+
+/* ---- synthesis (generated test and benchmark images) --------------------- */
+
+static inline int vl_perlin(VipsImage **out, int width, int height, int cell_size, int seed) {
+    return vips_perlin(out, width, height, "cell_size", cell_size, "seed", seed, NULL);
+}
+
+static inline int vl_gaussnoise(VipsImage **out, int width, int height, double mean, double sigma, int seed) {
+    return vips_gaussnoise(out, width, height, "mean", mean, "sigma", sigma, "seed", seed, NULL);
+}
+
+static inline int vl_more_const1(VipsImage *in, VipsImage **out, double c) {
+    return vips_moreeq_const1(in, out, c, NULL);
+}
+
+static inline int vl_bandjoin3(VipsImage *a, VipsImage *b, VipsImage *c, VipsImage **out) {
+    VipsImage *in[3] = {a, b, c};
+    return vips_bandjoin(in, out, 3, NULL);
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static inline int vl_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, gboolean interlace) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", interlace, "strip", TRUE, NULL);
+}
+
+static inline int vl_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
+    return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
+}
+
+static inline int vl_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, gboolean lossless) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "strip", TRUE, NULL);
+}
+
+/* Any saver chosen by suffix and option string, e.g. ".png[bitdepth=16,interlace]". */
+static inline int vl_write_to_buffer(VipsImage *in, const char *suffix, void **buf, size_t *len) {
+    return vips_image_write_to_buffer(in, suffix, buf, len, NULL);
+}
+
+#endif

@@ -1,0 +1,29 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "VipsLoad",
+    products: [
+        .library(name: "VipsCore", targets: ["VipsCore"]),
+        .library(name: "VipsLoad", targets: ["VipsLoad"]),
+        .executable(name: "vipsload", targets: ["vipsload"]),
+    ],
+    targets: [
+        // The C boundary: a module map and static inline wrappers for libvips' variadic calls.
+        .systemLibrary(
+            name: "CVipsShim",
+            path: "CVipsShim",
+            pkgConfig: "vips",
+            providers: [.apt(["libvips-dev"])]
+        ),
+        // Decode core: the only Swift that speaks C.
+        .target(name: "VipsCore", dependencies: ["CVipsShim"], path: "Sources/VipsCore"),
+        // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
+        .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        // The command-line tool.
+        .executableTarget(name: "vipsload", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/vipsload"),
+        .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
+        .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore"], path: "Tests/VipsLoadTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,32 @@
+import CVipsShim
+
+/// One immutable block of pixel memory allocated with GLib's allocator.
+///
+/// libvips hands decoded pixels over as a `g_malloc` block
+/// (`vips_image_write_to_memory`); wrapping that block, instead of copying it
+/// into a Swift array, is what keeps the decode path free of extra copies.
+/// The memory is written once before the storage is created and never again,
+/// which is why sharing it across threads is safe.
+final class PixelStorage: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+    let count: Int
+
+    /// Takes ownership of a `g_malloc` block.
+    init(adopting pointer: UnsafeMutableRawPointer, count: Int) {
+        self.pointer = pointer
+        self.count = count
+    }
+
+    /// Copies `bytes` into a new block.
+    convenience init(copying bytes: UnsafeRawBufferPointer) {
+        let block: UnsafeMutableRawPointer = g_malloc(gsize(max(1, bytes.count)))
+        if let base = bytes.baseAddress, bytes.count > 0 { block.copyMemory(from: base, byteCount: bytes.count) }
+        self.init(adopting: block, count: bytes.count)
+    }
+
+    deinit {
+        g_free(pointer)
+    }
+
+    var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
+}

@@ -1,0 +1,224 @@
+import CVipsShim
+import Foundation
+
+/// Probes and decodes images with libvips: header-only probes, full decodes
+/// and thumbnails that shrink while decoding, always to 8-bit sRGB `Bitmap`s.
+///
+/// A decoder is a value holding its options; it is `Sendable` and can be used
+/// from any number of threads at once. Every failure is a `VipsError`.
+public struct ImageDecoder: Sendable {
+    /// The options every call uses.
+    public var options: DecodeOptions
+
+    public init(options: DecodeOptions = DecodeOptions()) {
+        self.options = options
+    }
+
+    // MARK: - Probe
+
+    /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
+    public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
+        try VipsRuntime.start()
+        try admit(input)
+        return try input.withSource { source throws(VipsError) in
+            try probe(source, label: input.label).info
+        }
+    }
+
+    // MARK: - Decode
+
+    /// Decodes `input` to an upright 8-bit sRGB bitmap fitting `size` (in points × `scale`).
+    ///
+    /// Shrinks while decoding where the format allows, so a 4000×3000 JPEG
+    /// decoded to 256 px never exists at full size. Never upscales unless
+    /// `allowUpscale` is set.
+    public func decode(_ input: ImageInput, size: TargetSize = .original, scale: Double = 1,
+                       allowUpscale: Bool = false) throws(VipsError) -> Bitmap {
+        try VipsRuntime.start()
+        guard size.isValid, scale > 0, scale.isFinite else {
+            throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
+        }
+        try admit(input)
+        return try input.withSource { source throws(VipsError) in
+            let label = input.label
+            let header = try probe(source, label: label)
+            var image = header.image
+            let (width, height): (Int, Int)
+            if let box = size.pixelBox(scale: scale) {
+                (width, height) = (box.width, box.height)
+                if let shrunk = try shrinkOnLoad(source, header: header, box: box, label: label) {
+                    image = shrunk
+                }
+            } else {
+                (width, height) = (header.info.width, header.info.height)
+            }
+            let sized = try image.apply(decodeErrorKind, "\(label): decode") {
+                vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
+                                   allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
+            }
+            return try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+        }
+    }
+
+    /// Downscales a bitmap in memory to fit `size`, without any decode.
+    ///
+    /// Used to serve a small request from a larger cached bitmap. The result
+    /// is never larger than the input.
+    public func resize(_ bitmap: Bitmap, to size: TargetSize, scale: Double) throws(VipsError) -> Bitmap {
+        try VipsRuntime.start()
+        guard let box = size.pixelBox(scale: scale) else { return bitmap.withScale(scale) }
+        guard size.isValid, scale > 0 else { throw VipsError(.invalidArgument, "target size \(size) is not valid") }
+        let image = try Self.image(wrapping: bitmap)
+        let sized = try image.apply(.internal, "resize") {
+            vl_thumbnail_image($0, $1, Int32(clamping: box.width), Int32(clamping: box.height), VIPS_SIZE_DOWN, 1)
+        }
+        return try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
+            try Self.materialise(sized, scale: scale, label: "resize")
+        }
+    }
+
+    // MARK: - Steps
+
+    private var failOn: VipsFailOn { options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE }
+    private var decodeErrorKind: VipsError.Kind { .corruptData }
+
+    /// Refuses empty, oversized, unknown and disallowed inputs from their first
+    /// bytes, before any libvips loader runs.
+    private func admit(_ input: ImageInput) throws(VipsError) {
+        let (size, prefix) = try input.sizeAndPrefix()
+        let label = input.label
+        if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
+        try options.limits.check(inputBytes: size, label: label)
+        guard let format = ImageFormat.sniff(prefix) else {
+            throw VipsError(.unsupportedFormat, "\(label): not a recognised image format")
+        }
+        guard options.allowedFormats.contains(format) else {
+            throw VipsError(.unsupportedFormat, "\(label): \(format) images are not allowed by the decoder's options")
+        }
+    }
+
+    private struct Header {
+        let image: VipsImageHandle
+        let info: ImageInfo
+        let loader: String
+    }
+
+    /// Opens the header (no pixels yet) and checks the limits.
+    private func probe(_ source: UnsafeMutablePointer<VipsSource>, label: String) throws(VipsError) -> Header {
+        let image = try VipsImageHandle.make(.corruptData, "\(label)") {
+            let loaded = vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn)
+            $0.pointee = loaded
+            return loaded == nil ? -1 : 0
+        }
+        let loader = image.string("vips-loader") ?? "unknown"
+        let orientation = min(8, max(1, image.int("orientation") ?? 1))
+        let swap = orientation >= 5
+        let pages = max(1, image.int("n-pages") ?? 1)
+        let pageHeight = Int(vips_image_get_page_height(image.pointer))
+        let info = ImageInfo(
+            width: swap ? pageHeight : image.width, height: swap ? image.width : pageHeight,
+            format: ImageFormat.fromLoader(loader), bands: image.bands, hasAlpha: image.hasAlpha,
+            orientation: orientation, pages: pages)
+        try options.limits.check(info, pageHeight: pageHeight, label: label)
+        return Header(image: image, info: info, loader: loader)
+    }
+
+    /// Reopens the source with the loader's own shrink when that helps; nil when it does not.
+    private func shrinkOnLoad(_ source: UnsafeMutablePointer<VipsSource>, header: Header,
+                              box: (width: Int, height: Int), label: String) throws(VipsError) -> VipsImageHandle? {
+        // How much smaller the output is than the source (≥ 1 means a shrink).
+        let factor = min(Double(header.info.width) / Double(box.width),
+                         Double(header.info.height) / Double(box.height))
+        let allowed = factor / options.shrinkOnLoad.margin
+        switch header.info.format {
+        case .jpeg:
+            guard let shrink = [8, 4, 2].first(where: { Double($0) <= allowed }) else { return nil }
+            return try VipsImageHandle.make(.corruptData, label) {
+                let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+                $0.pointee = loaded
+                return loaded == nil ? -1 : 0
+            }
+        case .webp where allowed > 1 && header.info.pages == 1:
+            return try VipsImageHandle.make(.corruptData, label) {
+                let loaded = vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
+                $0.pointee = loaded
+                return loaded == nil ? -1 : 0
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
+    static func normalise(_ input: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
+        var image = input
+        // More bands than RGBA (multispectral TIFF, CMYK+alpha already imported): keep the first four.
+        if image.bands > 4 {
+            image = try image.apply(.corruptData, "\(label): bands") { vl_extract_bands($0, $1, 0, 4) }
+        }
+        if image.interpretation != VIPS_INTERPRETATION_sRGB {
+            // Handles grey, 16-bit (scaled, not clipped), LAB, CMYK without profile, ...
+            let converted = try? image.apply(.corruptData, "\(label): colourspace") {
+                vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+            }
+            if let converted {
+                image = converted
+            } else if image.bands <= 2 {
+                // An interpretation libvips cannot convert from (MULTIBAND grey): treat as grey.
+                image = try image.apply(.corruptData, "\(label): grey") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_B_W) }
+                image = try image.apply(.corruptData, "\(label): colourspace") { vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+            } else {
+                image = try image.apply(.corruptData, "\(label): sRGB") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+            }
+        }
+        switch image.bandFormat {
+        case VIPS_FORMAT_UCHAR:
+            break
+        case VIPS_FORMAT_USHORT, VIPS_FORMAT_UINT, VIPS_FORMAT_SHORT, VIPS_FORMAT_INT:
+            image = try image.apply(.corruptData, "\(label): depth") { vl_cast_shift($0, $1, VIPS_FORMAT_UCHAR) }
+        default:
+            image = try image.apply(.corruptData, "\(label): depth") { vl_cast($0, $1, VIPS_FORMAT_UCHAR) }
+        }
+        if image.bands < 3 {
+            image = try image.apply(.corruptData, "\(label): colourspace") { vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+        }
+        guard image.bands == 3 || image.bands == 4, image.bandFormat == VIPS_FORMAT_UCHAR else {
+            throw VipsError(.unsupportedFormat, "\(label): cannot convert \(image.bands)-band image to sRGB")
+        }
+        return image
+    }
+
+    /// Runs the pipeline of lazy operations, writing pixels straight into the
+    /// bitmap's memory block (no intermediate full-size copy).
+    static func materialise(_ image: VipsImageHandle, scale: Double, label: String) throws(VipsError) -> Bitmap {
+        var size = 0
+        guard let pixels = vips_image_write_to_memory(image.pointer, &size) else {
+            let message = VipsRuntime.takeErrorMessage(default: "decode failed")
+            throw VipsError(kind(forDecodeFailure: message), "\(label): \(message)")
+        }
+        let storage = PixelStorage(adopting: pixels, count: size)
+        guard size == image.width * image.height * image.bands else {
+            throw VipsError(.internal, "\(label): libvips returned \(size) bytes for \(image.width)×\(image.height)×\(image.bands)")
+        }
+        return Bitmap(width: image.width, height: image.height, channels: image.bands, scale: scale, storage: storage)
+    }
+
+    /// A libvips image over a bitmap's pixels (no copy; the bitmap must outlive it).
+    static func image(wrapping bitmap: Bitmap) throws(VipsError) -> VipsImageHandle {
+        let raw = try VipsImageHandle.make(.internal, "wrap bitmap") {
+            let image = vips_image_new_from_memory(bitmap.storage.pointer, bitmap.storage.count,
+                                                   Int32(bitmap.width), Int32(bitmap.height),
+                                                   Int32(bitmap.channels), VIPS_FORMAT_UCHAR)
+            $0.pointee = image
+            return image == nil ? -1 : 0
+        }
+        return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+    }
+
+    /// Tells truncation from other corruption by libvips' wording.
+    static func kind(forDecodeFailure message: String) -> VipsError.Kind {
+        let lower = message.lowercased()
+        let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
+        return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
+    }
+}

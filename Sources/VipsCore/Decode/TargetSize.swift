@@ -1,0 +1,37 @@
+/// The size a decode should produce. Sizes are in points; the pixel size is
+/// points × the request's `scale` (as UIKit's `UIImage(data:scale:)`).
+public enum TargetSize: Sendable, Hashable, CustomStringConvertible {
+    /// The image at its own size.
+    case original
+    /// Fit inside a square of this many points: the longer side becomes this.
+    case maxPixelSize(Int)
+    /// Fit inside a width × height box, keeping the aspect ratio.
+    case fit(width: Int, height: Int)
+
+    /// The pixel box for `scale`, or nil for `.original`.
+    public func pixelBox(scale: Double) -> (width: Int, height: Int)? {
+        func px(_ points: Int) -> Int { max(1, Int((Double(points) * scale).rounded())) }
+        switch self {
+        case .original: return nil
+        case .maxPixelSize(let side): return (px(side), px(side))
+        case .fit(let width, let height): return (px(width), px(height))
+        }
+    }
+
+    /// Whether a valid (positive) size is described.
+    var isValid: Bool {
+        switch self {
+        case .original: return true
+        case .maxPixelSize(let side): return side > 0
+        case .fit(let width, let height): return width > 0 && height > 0
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .original: return "original"
+        case .maxPixelSize(let side): return "max\(side)"
+        case .fit(let width, let height): return "\(width)x\(height)"
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// An image file format, as identified from the data's leading bytes or named
+/// by the libvips loader that reads it.
+public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let jpeg = ImageFormat(rawValue: "jpeg")
+    public static let png = ImageFormat(rawValue: "png")
+    public static let webp = ImageFormat(rawValue: "webp")
+    public static let gif = ImageFormat(rawValue: "gif")
+    public static let tiff = ImageFormat(rawValue: "tiff")
+    public static let heif = ImageFormat(rawValue: "heif")
+    public static let avif = ImageFormat(rawValue: "avif")
+    public static let svg = ImageFormat(rawValue: "svg")
+    public static let pdf = ImageFormat(rawValue: "pdf")
+    public static let jp2k = ImageFormat(rawValue: "jp2k")
+    public static let jxl = ImageFormat(rawValue: "jxl")
+    public static let bmp = ImageFormat(rawValue: "bmp")
+    public static let ppm = ImageFormat(rawValue: "ppm")
+
+    /// The formats read by default: the raster formats of the web and of cameras.
+    public static let defaultAllowed: Set<ImageFormat> = [.jpeg, .png, .webp, .gif, .tiff, .heif, .avif]
+
+    /// Identifies a format from the first bytes of the data (16 are enough), or
+    /// returns nil. File names and MIME types are never trusted for this.
+    public static func sniff<Bytes: Collection<UInt8>>(_ prefix: Bytes) -> ImageFormat? {
+        let b = Array(prefix.prefix(32))
+        func starts(_ magic: [UInt8], at offset: Int = 0) -> Bool {
+            b.count >= offset + magic.count && Array(b[offset..<offset + magic.count]) == magic
+        }
+        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
+        if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
+            || starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
+        if starts(Array("ftyp".utf8), at: 4), b.count >= 12 {
+            let brand = String(decoding: b[8..<12], as: UTF8.self)
+            switch brand {
+            case "avif", "avis": return .avif
+            case "heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1": return .heif
+            default: return nil
+            }
+        }
+        if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) || starts([0xFF, 0x4F, 0xFF, 0x51]) { return .jp2k }
+        if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jxl }
+        if starts(Array("%PDF".utf8)) { return .pdf }
+        if starts(Array("BM".utf8)) { return .bmp }
+        if b.count >= 2, b[0] == UInt8(ascii: "P"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(b[1]) { return .ppm }
+        // SVG is text: skip a UTF-8 BOM and leading white space, then look for markup.
+        var text = b[...]
+        if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
+        text = text.drop(while: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D })
+        if text.starts(with: Array("<svg".utf8)) || text.starts(with: Array("<?xml".utf8)) { return .svg }
+        return nil
+    }
+
+    /// The format a libvips loader reads, from its nickname ("jpegload_source" → jpeg).
+    static func fromLoader(_ loader: String) -> ImageFormat {
+        var name = loader
+        for suffix in ["_source", "_buffer", "_file"] where name.hasSuffix(suffix) {
+            name.removeLast(suffix.count)
+        }
+        if name.hasSuffix("load") { name.removeLast(4) }
+        switch name {
+        case "jp2k": return .jp2k
+        case "magick", "magick7", "magick6": return ImageFormat(rawValue: "magick")
+        default: return ImageFormat(rawValue: name)
+        }
+    }
+}

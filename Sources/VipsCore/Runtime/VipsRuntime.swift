@@ -1,0 +1,102 @@
+import CVipsShim
+import Foundation
+import Synchronization
+
+/// The process-wide libvips state, started once and configured deliberately.
+///
+/// libvips keeps global state (initialisation, the error buffer, the operation
+/// cache, the worker thread pool, GLib logging). Every libvips call in VipsCore
+/// goes through `VipsRuntime.start()` first, which runs the start-up exactly
+/// once, thread-safely (Swift `static let` initialisers are run under
+/// `swift_once`).
+public enum VipsRuntime {
+    /// The libvips version this process runs against, for example "8.14.1".
+    public static var libraryVersion: String {
+        "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"
+    }
+
+    /// Number of libvips/loader warnings swallowed since start-up.
+    ///
+    /// Library code never prints: libvips' warnings (for example "premature end
+    /// of JPEG file") would otherwise go to stderr through GLib's default handler.
+    public static var warningCount: Int { warnings.load(ordering: .relaxed) }
+
+    /// Threads libvips may use inside one image operation (default 1).
+    ///
+    /// VipsLoad parallelises across images (the pipeline's decode concurrency),
+    /// so libvips' own per-image worker pool would only oversubscribe the cores
+    /// and pay thread start-up for thumbnail-sized outputs. A tool that decodes
+    /// one huge image at a time can raise this.
+    public static func setThreadsPerImage(_ count: Int) throws(VipsError) {
+        try start()
+        vips_concurrency_set(Int32(clamping: max(1, count)))
+    }
+
+    /// Allows or blocks libvips loaders marked untrusted (SVG, PDF, ImageMagick,
+    /// FITS, ...). Blocked by default: they are large parsers not fuzzed for
+    /// hostile input.
+    public static func setUntrustedLoadersAllowed(_ allowed: Bool) throws(VipsError) {
+        try start()
+        vips_block_untrusted_set(allowed ? 0 : 1)
+    }
+
+    /// Starts libvips if needed; throws when the library cannot start.
+    public static func start() throws(VipsError) {
+        if let failure = startup.failure { throw failure }
+    }
+
+    // MARK: - Error buffer
+
+    /// Takes (and clears) libvips' error buffer as one trimmed line.
+    ///
+    /// libvips 8.14 keeps one global error buffer guarded by its own lock;
+    /// `vips_error_buffer_copy` reads and clears it atomically. Under heavy
+    /// concurrency a message may therefore also carry another thread's failure
+    /// text; the error *kind* is always decided by VipsCore from the step that
+    /// failed, so only the wording can be affected, never the classification.
+    static func takeErrorMessage(default fallback: String) -> String {
+        guard let raw = vips_error_buffer_copy() else { return fallback }
+        defer { g_free(raw) }
+        let text = String(cString: raw)
+            .split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .joined(separator: "; ")
+        if text.isEmpty { return fallback }
+        return text.count > 1_000 ? String(text.prefix(1_000)) + "…" : text
+    }
+
+    // MARK: - Start-up
+
+    private static let warnings = Atomic<Int>(0)
+
+    private struct Startup: Sendable {
+        let failure: VipsError?
+    }
+
+    private static let startup: Startup = {
+        if vl_init("vipsload") != 0 {
+            let message = takeErrorMessage(default: "vips_init failed")
+            return Startup(failure: VipsError(.internal, "libvips failed to start: \(message)"))
+        }
+        // Operation cache off: it memoises operations by their arguments and
+        // keeps their images (and the input buffers they reference) alive. Our
+        // own caches decide what to keep; libvips' would only hold memory and
+        // file descriptors for inputs we will never decode twice.
+        vips_cache_set_max(0)
+        vips_cache_set_max_mem(0)
+        vips_cache_set_max_files(0)
+        // One worker per image: see `setThreadsPerImage`.
+        vips_concurrency_set(1)
+        // Hostile input is the normal case: untrusted loaders stay off unless asked.
+        vips_block_untrusted_set(1)
+        // Route libvips' GLib warnings away from stderr and count them instead.
+        let levels = GLogLevelFlags(
+            rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue
+                | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue)
+        _ = g_log_set_handler("VIPS", levels, { _, _, _, _ in
+            VipsRuntime.warnings.add(1, ordering: .relaxed)
+        }, nil)
+        return Startup(failure: nil)
+    }()
+}
