@@ -1,0 +1,41 @@
+import Foundation
+
+/// Encoded image bytes ready for the decoder: in memory, or in a file that
+/// libvips reads incrementally (so a large download never sits whole in memory).
+///
+/// Shared by every request for the same source in flight (one read serves all
+/// sizes). A temporary file is removed when the last reference goes away.
+public final class ImageData: Sendable {
+    /// What the decoder reads.
+    public let input: ImageInput
+    /// Encoded size in bytes.
+    public let byteCount: Int
+    private let temporaryPath: String?
+
+    /// - Parameter removingFileOnRelease: true when `input` is a temporary file
+    ///   this object owns and deletes when released.
+    public init(input: ImageInput, byteCount: Int, removingFileOnRelease: Bool = false) {
+        self.input = input
+        self.byteCount = byteCount
+        if removingFileOnRelease, case .file(let path) = input {
+            temporaryPath = path
+        } else {
+            temporaryPath = nil
+        }
+    }
+
+    deinit {
+        if let temporaryPath { unlink(temporaryPath) }
+    }
+}
+
+/// The step that turns an `ImageSource` into encoded bytes.
+///
+/// One protocol, one default implementation (`DataLoader`); the pipeline calls
+/// it once per source in flight, however many requests share that source.
+/// Implementations throw `VipsError` for failures and `CancellationError` when
+/// the calling task is cancelled, and must stop their work promptly on cancel.
+public protocol ImageDataLoading: Sendable {
+    /// Loads the encoded bytes for `source`.
+    func loadData(for source: ImageSource) async throws -> ImageData
+}
