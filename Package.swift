@@ -26,6 +26,8 @@ let package = Package(
         .executableTarget(name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
         .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore"], path: "Tests/VipsLoadTests"),
+        // Runs the built `vipsload` binary as a user would.
+        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )
