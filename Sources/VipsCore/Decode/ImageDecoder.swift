@@ -42,22 +42,30 @@ public struct ImageDecoder: Sendable {
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, label: label)
-            var image = header.image
-            let (width, height): (Int, Int)
-            if let box = size.pixelBox(scale: scale) {
-                (width, height) = (box.width, box.height)
-                if let shrunk = try shrinkOnLoad(source, header: header, box: box, label: label) {
-                    image = shrunk
+            guard let box = size.pixelBox(scale: scale) else {
+                return try finish(header.image, width: header.info.width, height: header.info.height,
+                                  allowUpscale: allowUpscale, scale: scale, label: label)
+            }
+            if let dcOnly = progressiveDCOnly(input, header: header, box: box) {
+                // Decode the shortened stream instead; nested so its bytes outlive every lazy step.
+                return try ImageInput.data(dcOnly).withSource { shortened throws(VipsError) in
+                    let image = try load(shortened, shrink: 8, label: label)
+                    return try finish(image, width: box.width, height: box.height, allowUpscale: allowUpscale, scale: scale, label: label)
                 }
-            } else {
-                (width, height) = (header.info.width, header.info.height)
             }
-            let sized = try image.apply(decodeErrorKind, "\(label): decode") {
-                vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
-                                   allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
-            }
-            return try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+            let image = try shrinkOnLoad(source, header: header, box: box, label: label) ?? header.image
+            return try finish(image, width: box.width, height: box.height, allowUpscale: allowUpscale, scale: scale, label: label)
         }
+    }
+
+    /// Resizes to fit width × height (upright, colour-managed) and materialises 8-bit sRGB pixels.
+    private func finish(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
+                        label: String) throws(VipsError) -> Bitmap {
+        let sized = try image.apply(.corruptData, "\(label): decode") {
+            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
+                               allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
+        }
+        return try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
     }
 
     /// Downscales a bitmap in memory to fit `size`, without any decode.
@@ -132,12 +140,8 @@ public struct ImageDecoder: Sendable {
         let allowed = factor / options.shrinkOnLoad.margin
         switch header.info.format {
         case .jpeg:
-            guard let shrink = [8, 4, 2].first(where: { Double($0) <= allowed }) else { return nil }
-            return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
-                $0.pointee = loaded
-                return loaded == nil ? -1 : 0
-            }
+            guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
+            return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try VipsImageHandle.make(.corruptData, label) {
                 let loaded = vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
@@ -146,6 +150,37 @@ public struct ImageDecoder: Sendable {
             }
         default:
             return nil
+        }
+    }
+
+    /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
+    private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
+        try VipsImageHandle.make(.corruptData, label) {
+            let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+            $0.pointee = loaded
+            return loaded == nil ? -1 : 0
+        }
+    }
+
+    /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
+    private static func jpegShrink(allowed: Double) -> Int? {
+        [8, 4, 2].first(where: { Double($0) <= allowed })
+    }
+
+    /// The DC-only bytes of a progressive JPEG that will be decoded at 1/8
+    /// (see `ProgressiveJPEGFilter`), or nil when that does not apply: quality
+    /// mode, strict mode (every scan must be checked), baseline files, smaller shrinks.
+    private func progressiveDCOnly(_ input: ImageInput, header: Header, box: (width: Int, height: Int)) -> Data? {
+        guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
+              header.image.int("jpeg-multiscan") == 1 else { return nil }
+        let factor = min(Double(header.info.width) / Double(box.width), Double(header.info.height) / Double(box.height))
+        guard Self.jpegShrink(allowed: factor / options.shrinkOnLoad.margin) == 8 else { return nil }
+        switch input {
+        case .data(let data):
+            return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
+        case .file(let path):
+            guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else { return nil }
+            return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
         }
     }
 
