@@ -119,7 +119,7 @@ public struct ImageDecoder: Sendable {
             width: swap ? pageHeight : image.width, height: swap ? image.width : pageHeight,
             format: ImageFormat.fromLoader(loader), bands: image.bands, hasAlpha: image.hasAlpha,
             orientation: orientation, pages: pages)
-        try options.limits.check(info, pageHeight: pageHeight, label: label)
+        try options.limits.check(info, label: label)
         return Header(image: image, info: info, loader: loader)
     }
 
