@@ -45,7 +45,14 @@ public struct ImageDecoder: Sendable {
             var image = header.image
             let (width, height): (Int, Int)
             if let box = size.pixelBox(scale: scale) {
-                (width, height) = (box.width, box.height)
+                if allowUpscale {
+                    try checkUpscale(header.info, box: box, label: label)
+                    (width, height) = (box.width, box.height)
+                } else {
+                    // A box side beyond the image changes nothing when shrinking
+                    // only; clamping keeps huge boxes inside libvips' coordinate range.
+                    (width, height) = (min(box.width, header.info.width), min(box.height, header.info.height))
+                }
                 if let shrunk = try shrinkOnLoad(source, header: header, box: box, label: label) {
                     image = shrunk
                 }
@@ -66,11 +73,15 @@ public struct ImageDecoder: Sendable {
     /// is never larger than the input.
     public func resize(_ bitmap: Bitmap, to size: TargetSize, scale: Double) throws(VipsError) -> Bitmap {
         try VipsRuntime.start()
+        guard size.isValid, scale > 0, scale.isFinite else {
+            throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
+        }
         guard let box = size.pixelBox(scale: scale) else { return bitmap.withScale(scale) }
-        guard size.isValid, scale > 0 else { throw VipsError(.invalidArgument, "target size \(size) is not valid") }
         let image = try Self.image(wrapping: bitmap)
+        // Clamped to the bitmap, as in `decode`: it only ever shrinks.
+        let (width, height) = (min(box.width, bitmap.width), min(box.height, bitmap.height))
         let sized = try image.apply(.internal, "resize") {
-            vl_thumbnail_image($0, $1, Int32(clamping: box.width), Int32(clamping: box.height), VIPS_SIZE_DOWN, 1)
+            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
         }
         return try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
             try Self.materialise(sized, scale: scale, label: "resize")
@@ -127,7 +138,9 @@ public struct ImageDecoder: Sendable {
     private func shrinkOnLoad(_ source: UnsafeMutablePointer<VipsSource>, header: Header,
                               box: (width: Int, height: Int), label: String) throws(VipsError) -> VipsImageHandle? {
         // How much smaller the output is than the source (≥ 1 means a shrink).
-        let factor = min(Double(header.info.width) / Double(box.width),
+        // The image is fitted inside the box, so the side that needs the larger
+        // shrink decides; the other side then lies within the box.
+        let factor = max(Double(header.info.width) / Double(box.width),
                          Double(header.info.height) / Double(box.height))
         let allowed = factor / options.shrinkOnLoad.margin
         switch header.info.format {
@@ -147,6 +160,17 @@ public struct ImageDecoder: Sendable {
         default:
             return nil
         }
+    }
+
+    /// An upscale is sized by the caller, not the file, but its output obeys
+    /// the same limits: a huge box must not allocate without bound.
+    private func checkUpscale(_ info: ImageInfo, box: (width: Int, height: Int), label: String) throws(VipsError) {
+        let fit = min(Double(box.width) / Double(info.width), Double(box.height) / Double(info.height))
+        guard fit > 1 else { return }
+        func side(_ pixels: Int) -> Int { Int(min((Double(pixels) * fit).rounded(), Double(Int32.max))) }
+        var output = info
+        (output.width, output.height) = (side(info.width), side(info.height))
+        try options.limits.check(output, label: "\(label) upscaled")
     }
 
     /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
