@@ -20,9 +20,11 @@ public struct ImageDecoder: Sendable {
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
         try VipsRuntime.start()
         try admit(input)
-        return try input.withSource { source throws(VipsError) in
+        let info = try input.withSource { source throws(VipsError) in
             try probe(source, label: input.label).info
         }
+        VipsRuntime.discardErrorMessages()
+        return info
     }
 
     // MARK: - Decode
@@ -63,7 +65,9 @@ public struct ImageDecoder: Sendable {
                 vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
                                    allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
             }
-            return try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+            let bitmap = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+            VipsRuntime.discardErrorMessages()
+            return bitmap
         }
     }
 
@@ -116,11 +120,7 @@ public struct ImageDecoder: Sendable {
 
     /// Opens the header (no pixels yet) and checks the limits.
     private func probe(_ source: UnsafeMutablePointer<VipsSource>, label: String) throws(VipsError) -> Header {
-        let image = try VipsImageHandle.make(.corruptData, "\(label)") {
-            let loaded = vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn)
-            $0.pointee = loaded
-            return loaded == nil ? -1 : 0
-        }
+        let image = try Self.load(label) { vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
         let orientation = min(8, max(1, image.int("orientation") ?? 1))
         let swap = orientation >= 5
@@ -146,17 +146,9 @@ public struct ImageDecoder: Sendable {
         switch header.info.format {
         case .jpeg:
             guard let shrink = [8, 4, 2].first(where: { Double($0) <= allowed }) else { return nil }
-            return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
-                $0.pointee = loaded
-                return loaded == nil ? -1 : 0
-            }
+            return try Self.load(label) { vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
         case .webp where allowed > 1 && header.info.pages == 1:
-            return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
-                $0.pointee = loaded
-                return loaded == nil ? -1 : 0
-            }
+            return try Self.load(label) { vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
         default:
             return nil
         }
@@ -171,6 +163,25 @@ public struct ImageDecoder: Sendable {
         var output = info
         (output.width, output.height) = (side(info.width), side(info.height))
         try options.limits.check(output, label: "\(label) upscaled")
+    }
+
+    /// Runs a libvips loader; a failure is classified by libvips' wording.
+    static func load(_ label: String, _ open: () -> UnsafeMutablePointer<VipsImage>?) throws(VipsError) -> VipsImageHandle {
+        guard let loaded = open() else {
+            let message = VipsRuntime.takeErrorMessage(default: "libvips gave no reason")
+            let kind = kind(forDecodeFailure: message)
+            let detail: String
+            if message.contains("magickload") {
+                // libvips offers data its own loader refused to ImageMagick, which is blocked.
+                detail = "the data is not a readable image of its format (\(message))"
+            } else if kind == .unsupportedFormat {
+                detail = "\(message) (untrusted loaders are off; see VipsRuntime.setUntrustedLoadersAllowed)"
+            } else {
+                detail = message
+            }
+            throw VipsError(kind, "\(label): \(detail)")
+        }
+        return VipsImageHandle(loaded)
     }
 
     /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
@@ -239,9 +250,13 @@ public struct ImageDecoder: Sendable {
         return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
-    /// Tells truncation from other corruption by libvips' wording.
+    /// Tells truncation from other corruption by libvips' wording. A loader
+    /// blocked as untrusted means the format is not enabled, not bad data;
+    /// except ImageMagick, which libvips tries when the format's own loader
+    /// refused the data.
     static func kind(forDecodeFailure message: String) -> VipsError.Kind {
         let lower = message.lowercased()
+        if lower.contains("operation is blocked") && !lower.contains("magickload") { return .unsupportedFormat }
         let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
         return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
     }

@@ -66,6 +66,15 @@ public enum VipsRuntime {
         return text.count > 1_000 ? String(text.prefix(1_000)) + "…" : text
     }
 
+    /// Empties the error buffer after a call that succeeded.
+    ///
+    /// Lenient decodes succeed with libjpeg's warnings ("premature end of
+    /// JPEG file") left in the buffer; kept, they would be taken as the reason
+    /// for the next failure, and could even decide its kind.
+    static func discardErrorMessages() {
+        vips_error_clear()
+    }
+
     // MARK: - Start-up
 
     private static let warnings = Atomic<Int>(0)
