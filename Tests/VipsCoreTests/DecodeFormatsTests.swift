@@ -8,8 +8,7 @@ final class DecodeFormatsTests: XCTestCase {
 
     func testThumbnailOfEveryFormatFromDataAndFile() throws {
         let folder = try TemporaryFolder()
-        for variant in Fixtures.variants {
-            let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 5, alpha: variant.alpha, format: variant.format)
+        for (variant, data) in zip(Fixtures.variants, Fixtures.variantData) {
             let path = try folder.write(data, named: "\(variant.name).\(variant.format.fileExtension)")
             var fromData: Bitmap?
             for input in [ImageInput.data(data), .file(path)] {
@@ -52,8 +51,7 @@ final class DecodeFormatsTests: XCTestCase {
     }
 
     func testOriginalDecodesFullSize() throws {
-        for variant in Fixtures.variants {
-            let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 6, alpha: variant.alpha, format: variant.format)
+        for (variant, data) in zip(Fixtures.variants, Fixtures.variantData) {
             let bitmap = try decoder.decode(.data(data), size: .original)
             XCTAssertEqual(bitmap.width, 400, variant.name)
             XCTAssertEqual(bitmap.height, 300, variant.name)

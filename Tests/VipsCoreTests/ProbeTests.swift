@@ -8,8 +8,7 @@ final class ProbeTests: XCTestCase {
 
     func testInfoOfEveryFormatFromDataAndFile() throws {
         let folder = try TemporaryFolder()
-        for variant in Fixtures.variants {
-            let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 3, alpha: variant.alpha, format: variant.format)
+        for (variant, data) in zip(Fixtures.variants, Fixtures.variantData) {
             let path = try folder.write(data, named: "\(variant.name).\(variant.format.fileExtension)")
             for input in [ImageInput.data(data), .file(path)] {
                 let info = try decoder.info(input)

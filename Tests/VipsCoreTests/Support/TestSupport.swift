@@ -58,6 +58,13 @@ enum Fixtures {
         ("tiff-alpha", .tiff, true),
     ]
 
+    /// Each of `variants` encoded at 400×300 (seed 5), made once: palette and
+    /// GIF quantisation make synthesis the slow part of the format tests.
+    static let variantData: [Data] = variants.map { variant in
+        do { return try ImageSynthesizer.data(width: 400, height: 300, seed: 5, alpha: variant.alpha, format: variant.format) }
+        catch { preconditionFailure("cannot synthesise \(variant.name): \(error)") }
+    }
+
     /// The sniffed format each synthesiser format must produce.
     static func expectedFormat(_ format: ImageSynthesizer.Format) -> ImageFormat {
         switch format {
