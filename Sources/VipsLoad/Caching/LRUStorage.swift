@@ -103,6 +103,19 @@ struct LRUStorage<Key: Hashable, Value> {
         return keys
     }
 
+    /// Walks the list both ways and checks links, index and cost total (for tests).
+    var isConsistent: Bool {
+        var forward = 0, cost = 0, slot = newest, newer = -1
+        while slot >= 0 {
+            guard forward <= nodes.count, nodes[slot].newer == newer, let key = nodes[slot].key, index[key] == slot else { return false }
+            cost += nodes[slot].cost
+            forward += 1
+            newer = slot
+            slot = nodes[slot].older
+        }
+        return newer == oldest && forward == index.count && cost == totalCost
+    }
+
     // MARK: - Links
 
     private mutating func remove(slot: Int) -> (Key, Value)? {

@@ -186,6 +186,16 @@ public final class MemoryCache: Sendable {
     /// Keys from most to least recently used (for tests and diagnostics).
     var keysByRecency: [ImageCacheKey] { state.withLock { $0.storage.keysByRecency } }
 
+    /// Whether the list, its index, the cost total, the limits and the
+    /// per-source index all agree (for tests).
+    var isConsistent: Bool {
+        state.withLock { state in
+            let indexed = state.keysBySource.values.reduce(0) { $0 + $1.count }
+            return state.storage.isConsistent && state.storage.totalCost <= state.costLimit
+                && state.storage.count <= state.countLimit && indexed == state.storage.count
+        }
+    }
+
     private func setLimits(_ change: (inout State) -> Void) {
         var removed: [(ImageCacheKey, Bitmap)] = []
         state.withLock { state in
