@@ -15,15 +15,16 @@ extension ImagePipeline {
     /// last one.
     ///
     /// Requests are queued by their own priorities and coalesced like any
-    /// others. Ending the iteration early, or cancelling the iterating Swift
-    /// task, cancels the requests still in flight.
-    public func images(for requests: [ImageRequest]) -> AsyncStream<BatchResult> {
+    /// others. Ending the iteration early (a `break`, or cancelling the
+    /// iterating Swift task) cancels the requests still in flight.
+    public func images(for requests: [ImageRequest]) -> ImageBatch {
         let (stream, continuation) = AsyncStream.makeStream(of: BatchResult.self)
+        let batch = Batch(remaining: requests.count)
+        let sequence = ImageBatch(stream: stream, lifetime: Lifetime { batch.terminate() })
         guard !requests.isEmpty else {
             continuation.finish()
-            return stream
+            return sequence
         }
-        let batch = Batch(remaining: requests.count)
         continuation.onTermination = { _ in batch.terminate() }
         for (index, request) in requests.enumerated() {
             switch start(request) {
@@ -36,7 +37,7 @@ extension ImagePipeline {
                 }
             }
         }
-        return stream
+        return sequence
     }
 }
 

@@ -10,17 +10,18 @@ extension ImagePipeline {
     /// no smaller step is loaded: with the largest cached, only it is yielded.
     ///
     /// The sequence ends after the last step, or throws the last step's error
-    /// (a smaller step's failure is skipped). Ending the iteration early, or
-    /// cancelling the iterating task, cancels every step in flight.
+    /// (a smaller step's failure is skipped). Ending the iteration early (a
+    /// `break`, or cancelling the iterating task) cancels every step in flight.
     ///
     /// - Throws: `.invalidArgument` for an empty ladder.
-    public func progressiveImages(for ladder: [ImageRequest]) -> AsyncThrowingStream<ProgressiveImage, any Error> {
+    public func progressiveImages(for ladder: [ImageRequest]) -> ProgressiveImages {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProgressiveImage.self, throwing: (any Error).self)
+        let load = ProgressiveLoad(ladder: ladder, continuation: continuation)
+        let sequence = ProgressiveImages(stream: stream, lifetime: Lifetime { load.terminate() })
         guard !ladder.isEmpty else {
             continuation.finish(throwing: VipsError(.invalidArgument, "a progressive load needs at least one step"))
-            return stream
+            return sequence
         }
-        let load = ProgressiveLoad(ladder: ladder, continuation: continuation)
         continuation.onTermination = { _ in load.terminate() }
 
         // The largest step the memory cache holds is shown first, at once.
@@ -43,6 +44,6 @@ extension ImagePipeline {
                 task.onCompletion { result in load.receive(result, step: step) }
             }
         }
-        return stream
+        return sequence
     }
 }
