@@ -108,7 +108,7 @@ final class GatedLoader: ImageDataLoading {
 
 /// Polls `condition` until it holds; fails the test if it does not within
 /// `timeout` seconds (a generous bound: only a hang or a bug reaches it).
-func waitUntil(_ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
+nonisolated(nonsending) func waitUntil(_ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
                _ condition: () -> Bool) async {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {

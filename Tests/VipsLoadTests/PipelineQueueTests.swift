@@ -105,6 +105,58 @@ final class PipelineQueueTests: XCTestCase {
         XCTAssertEqual(pipeline2.metrics.decodesStarted, 0)
     }
 
+    /// Holds decodes on their thread until released: a decode that is
+    /// deterministically running.
+    private final class DecodeHold: Sendable {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+    }
+
+    func testCancelledRunningDecodeDeliversToNoOneButFillsTheMemoryCache() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 160, height: 120)
+        let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
+        let hold = DecodeHold()
+        pipeline.graph.decodeObserver.withLock { $0 = { _ in hold.started.signal(); hold.release.wait() } }
+        let request = ImageRequest(path: path, size: .maxPixelSize(80))
+
+        let task = pipeline.imageTask(with: request)
+        await waitUntil("the decode is running") { hold.started.wait(timeout: .now()) == .success }
+        task.cancel()
+        do {
+            _ = try await task.image
+            XCTFail("a cancelled task delivered")
+        } catch {
+            XCTAssertTrue(error is CancellationError)
+        }
+        XCTAssertEqual(pipeline.inFlight.tasks, 0)
+        XCTAssertEqual(pipeline.inFlight.decodeJobs, 1, "the running decode stays until it returns")
+
+        // A new caller for the same key joins the running decode instead of starting another.
+        let joiner = pipeline.imageTask(with: request)
+        XCTAssertEqual(pipeline.metrics.coalesced, 1)
+        hold.release.signal()
+        let bitmap = try await joiner.image
+        XCTAssertEqual(bitmap.width, 80)
+        XCTAssertEqual(task.state, .cancelled)
+
+        // Cancelled with no one joining: the result still lands in the memory cache.
+        let other = pipeline.imageTask(with: ImageRequest(path: path, size: .maxPixelSize(40), options: .disableMemoryCacheReads))
+        await waitUntil("the second decode is running") { hold.started.wait(timeout: .now()) == .success }
+        other.cancel()
+        hold.release.signal()
+        await waitUntil("the decode returns") { pipeline.inFlight.isIdle }
+        XCTAssertTrue(pipeline.inFlight.tablesAreEmpty)
+        XCTAssertEqual(other.state, .cancelled)
+        pipeline.graph.decodeObserver.withLock { $0 = nil }
+        let cached = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(40)))
+        XCTAssertEqual(cached.width, 40)
+        let metrics = pipeline.metrics
+        XCTAssertEqual(metrics.decodesStarted, 2)
+        XCTAssertEqual(metrics.memoryHits, 1)
+        XCTAssertEqual(metrics.cancelled, 2)
+    }
+
     func testRaisedLowPriorityTaskStartsBeforeTheOtherWaitingOnes() async throws {
         let folder = try ImageFolder()
         let paths = try (0..<6).map { try folder.png("image\($0)", width: 32, height: 32, seed: $0) }

@@ -3,8 +3,9 @@ extension ImagePipeline {
     ///
     /// All zero once every task has completed or been cancelled and the last
     /// decode thread has returned. A decode whose tasks were all cancelled
-    /// leaves the tables at once but counts in `runningDecodes` until its
-    /// (uninterruptible) libvips call returns.
+    /// while it ran stays in `decodeJobs` (and `runningDecodes`) until its
+    /// uninterruptible libvips call returns; its bitmap then goes to the memory
+    /// cache, not to the cancelled callers.
     public struct InFlight: Sendable, Hashable, CustomStringConvertible {
         /// Tasks waiting for a result.
         public var tasks: Int
@@ -21,7 +22,8 @@ extension ImagePipeline {
         /// Data loads running.
         public var runningLoads: Int
 
-        /// True when the tables hold nothing (running work may still be finishing).
+        /// True when the tables hold nothing (a data load cancelled while
+        /// running may still be returning).
         public var tablesAreEmpty: Bool { tasks == 0 && decodeJobs == 0 && dataLoads == 0 }
         /// True when nothing at all is in flight.
         public var isIdle: Bool {

@@ -16,8 +16,10 @@ struct DecodeJob {
         case waitingForData(loadID: Int)
         /// In the decode queue as `item`.
         case queued(item: WorkQueue.ItemID, input: Input)
-        /// On a decode thread. The decode cannot be interrupted; if the job is
-        /// removed meanwhile its result is dropped.
+        /// On a decode thread. The decode cannot be interrupted: when every
+        /// task leaves, the job stays (with no tasks) until it finishes, stores
+        /// its bitmap in the memory cache for later requests and delivers to no
+        /// one; a new request for the key meanwhile joins it.
         case running(input: Input)
     }
 
@@ -30,6 +32,9 @@ struct DecodeJob {
     var tasks: [ImageTask]
     /// The highest priority among `tasks`.
     var priority: ImageRequest.Priority
+    /// Whether the result goes to the memory cache: some task that joined
+    /// allows cache writes.
+    var writesCache: Bool
     var stage: Stage
 
     /// Recomputes `priority` from the tasks; true when it changed.

@@ -73,9 +73,11 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Cancels the task: a waiting task never starts, a running decode's result
-    /// is dropped (unless other tasks share it), and every awaiting caller gets
-    /// `CancellationError`. No effect once the task has completed.
+    /// Cancels the task and resumes every awaiting caller with
+    /// `CancellationError`. Work no other task shares is cancelled: a waiting
+    /// load or decode never starts, a running load is cancelled, and a running
+    /// decode (which cannot be interrupted) delivers to no one but still fills
+    /// the memory cache. No effect once the task has completed.
     public func cancel() {
         guard let taken = settle(.failure(CancellationError())) else { return }
         graph?.detach(self)

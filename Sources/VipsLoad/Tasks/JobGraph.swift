@@ -78,6 +78,7 @@ final class JobGraph: Sendable {
         let hit = state.withLock { state -> Bitmap? in
             if var job = state.jobs[key] {
                 job.tasks.append(task)
+                job.writesCache = job.writesCache || !request.options.contains(.disableMemoryCacheWrites)
                 state.attachments[task.id] = key
                 metrics.coalesced.add(1, ordering: .relaxed)
                 if task.priority > job.priority {
@@ -93,6 +94,7 @@ final class JobGraph: Sendable {
             if readsCache, let cached = memoryCache?.peek(key) { return cached }
             let id = state.makeID()
             var job = DecodeJob(id: id, key: key, request: request, tasks: [task], priority: task.priority,
+                                writesCache: !request.options.contains(.disableMemoryCacheWrites),
                                 stage: .waitingForData(loadID: 0))
             if readsCache, resizesFromLargerCachedImages, let larger = memoryCache?.largerBitmap(for: key) {
                 job.stage = .queued(item: enqueueDecode(key: key, id: id, priority: job.priority), input: .bitmap(larger))
@@ -265,7 +267,7 @@ final class JobGraph: Sendable {
     }
 
     /// Runs one decode or downscale on a decode thread and completes the
-    /// job's tasks; a job removed meanwhile never starts, or has its result dropped.
+    /// job's tasks; a job removed while queued never starts.
     private func runDecode(key: ImageCacheKey, jobID: Int) {
         defer { decodeQueue.finish() }
         let work = state.withLock { state -> (ImageRequest, DecodeJob.Input)? in
@@ -295,7 +297,6 @@ final class JobGraph: Sendable {
         }
 
         let tasks = state.withLock { state -> [ImageTask] in
-            // Gone: every task was cancelled while the decode ran. Drop the result.
             guard let job = state.jobs[key], job.id == jobID else { return [] }
             state.jobs[key] = nil
             for task in job.tasks { state.attachments[task.id] = nil }
@@ -303,9 +304,10 @@ final class JobGraph: Sendable {
                 leaveLoad(sourceKey: key.sourceKey, loadID: loadID, waitingKey: nil, &state)
             }
             // Stored before the job leaves the table (same critical section), so
-            // an identical request arriving now finds one or the other.
-            if case .success(let bitmap) = result, let memoryCache,
-               job.tasks.contains(where: { !$0.request.options.contains(.disableMemoryCacheWrites) }) {
+            // an identical request arriving now finds one or the other. A job
+            // whose tasks all left still stores: the work is done, and the row a
+            // user scrolled past may well come back.
+            if case .success(let bitmap) = result, let memoryCache, job.writesCache {
                 memoryCache.store(bitmap, for: key)
             }
             return job.tasks
@@ -320,17 +322,20 @@ final class JobGraph: Sendable {
     // MARK: - Shared steps
 
     /// Removes a job no task waits for any more, cancelling what it waits on.
+    /// A running decode cannot be interrupted: its job stays, without tasks,
+    /// until the decode returns (see `DecodeJob.Stage.running`).
     private func remove(_ job: DecodeJob, _ state: inout State) {
-        state.jobs[job.key] = nil
         let sourceKey = job.key.sourceKey
         switch job.stage {
         case .waitingForData(let loadID):
+            state.jobs[job.key] = nil
             leaveLoad(sourceKey: sourceKey, loadID: loadID, waitingKey: job.key, &state)
         case .queued(let item, let input):
+            state.jobs[job.key] = nil
             decodeQueue.cancel(item)
             if case .data(_, let loadID) = input { leaveLoad(sourceKey: sourceKey, loadID: loadID, waitingKey: nil, &state) }
-        case .running(let input):
-            if case .data(_, let loadID) = input { leaveLoad(sourceKey: sourceKey, loadID: loadID, waitingKey: nil, &state) }
+        case .running:
+            state.jobs[job.key] = job
         }
     }
 
