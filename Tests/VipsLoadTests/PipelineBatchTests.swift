@@ -29,8 +29,10 @@ final class PipelineBatchTests: XCTestCase {
         }
         let metrics = pipeline.metrics
         XCTAssertEqual(metrics.decodesStarted, 20)
-        XCTAssertEqual(metrics.memoryHits, 1)
-        XCTAssertEqual(metrics.coalesced, 1)
+        // The preloaded image hits; the duplicate joins its twin's decode, or hits
+        // the cache if that decode already finished: never a second decode.
+        XCTAssertEqual(metrics.memoryHits + metrics.coalesced, 2)
+        XCTAssertGreaterThanOrEqual(metrics.memoryHits, 1)
         XCTAssertEqual(metrics.failed, 4)
     }
 

@@ -200,7 +200,6 @@ final class SlotTests: XCTestCase {
         // finds it), so every decode is an image kept, none is thrown away.
         XCTAssertEqual(metrics.decodesStarted, kept)
         XCTAssertEqual(metrics.decodesStarted, metrics.decodesFinished)
-        XCTAssertLessThan(metrics.decodesStarted, 200, "most of the 200 images scroll past undecoded")
         XCTAssertGreaterThan(metrics.cancelled, 0, "the fling must actually abandon loads")
         print("scrolling table: 500 requests, 200 images, 20 slots: \(metrics.decodesStarted) decodes, "
               + "\(kept) images kept in memory, \(table.decodedDeliveries) decoded deliveries, "
