@@ -1,0 +1,85 @@
+import Foundation
+import XCTest
+import VipsLoad
+
+/// The roles a `ChildProcess` plays. Run in a normal test pass, the test is
+/// skipped: it only does something inside a child process started by another
+/// test, which reads its reports and usually kills it.
+final class ChildProcessRoleTests: XCTestCase {
+    func testChildRole() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let role = environment[ChildProcess.roleVariable] else {
+            throw XCTSkip("runs only inside a child process started by DiskCacheCrashTests or NetworkMemoryTests")
+        }
+        switch role {
+        case "cache-writer": try Self.slowCacheWriter(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
+        case "cache-churn": try Self.cacheChurn(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
+        case "rss-thumbnail": try await Self.thumbnailOverHTTP(environment)
+        default: XCTFail("unknown child role \(role)")
+        }
+    }
+
+    /// Commits entries 0 and 1, then writes entry 2 slowly, reporting when
+    /// half of it is on disk, and keeps writing until killed.
+    static func slowCacheWriter(directory: String) throws {
+        let cache = try DiskCache(directory: URL(fileURLWithPath: directory))
+        for version in 0..<100 {
+            let body = NetworkFixtures.versionedBody(version: version, size: 2 * 1024 * 1024)
+            let writer = try cache.makeWriter(for: "key-\(version)")
+            let chunk = 64 * 1024
+            var offset = 0
+            while offset < body.count {
+                try writer.write(body[offset..<min(body.count, offset + chunk)])
+                offset += chunk
+                if version >= 2 {
+                    if offset == body.count / 2 { ChildProcess.report("MIDWRITE \(version)") }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+            }
+            try writer.commit()
+            ChildProcess.report("COMMITTED \(version)")
+        }
+    }
+
+    /// Stores new versions of five keys as fast as it can, forever.
+    static func cacheChurn(directory: String) throws {
+        let cache = try DiskCache(directory: URL(fileURLWithPath: directory), sizeLimit: 8 * 1024 * 1024)
+        ChildProcess.report("READY")
+        var version = 0
+        while true {
+            let size = 50_000 + (version * 7919) % 400_000
+            try cache.store(NetworkFixtures.versionedBody(version: version, size: size), for: "churn-\(version % 5)")
+            version += 1
+        }
+    }
+
+    /// Downloads `VIPSLOAD_TEST_URL` with an `HTTPDataLoader` (into a disk
+    /// cache when `VIPSLOAD_TEST_CACHE` is set), decodes a 256 px thumbnail
+    /// from the file, and reports the process's RSS before and its peak after.
+    static func thumbnailOverHTTP(_ environment: [String: String]) async throws {
+        try VipsRuntime.start()
+        let baseline = Self.memoryStatus("VmRSS")
+        var configuration = HTTPDataLoader.Configuration(
+            temporaryDirectory: URL(fileURLWithPath: environment["VIPSLOAD_TEST_DIR"] ?? NSTemporaryDirectory()))
+        if let cacheDirectory = environment["VIPSLOAD_TEST_CACHE"] {
+            configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cacheDirectory))
+        }
+        let loader = HTTPDataLoader(configuration: configuration)
+        let url = try XCTUnwrap(environment["VIPSLOAD_TEST_URL"].flatMap(URL.init(string:)))
+        let data = try await loader.loadData(for: .url(url))
+        let afterDownload = Self.memoryStatus("VmHWM")
+        let thumbnail = try ImageDecoder().decode(data.input, size: .maxPixelSize(256))
+        let peak = Self.memoryStatus("VmHWM")
+        ChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
+            + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
+    }
+
+    /// A `/proc/self/status` field in kB (VmRSS: now, VmHWM: peak), or -1.
+    static func memoryStatus(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
+        }
+        return -1
+    }
+}
