@@ -53,6 +53,9 @@ final class ChecksummedFileWriter: Sendable {
     /// Bytes written so far.
     var byteCount: Int { state.withLock { $0.byteCount } }
 
+    /// The first (up to 32) bytes written, for format sniffing.
+    var leadingBytes: [UInt8] { state.withLock { $0.prefix } }
+
     /// Appends `bytes`.
     func write(_ bytes: UnsafeRawBufferPointer) throws(VipsError) {
         try state.withLock { (state: inout State) throws(VipsError) in
