@@ -305,8 +305,8 @@ public final class DiskCache: Sendable {
     // MARK: - Internals shared with the writer and the HTTP loader
 
     /// A new temporary file in the cache folder (same file system, so commit is a rename).
-    func makeTemporaryFile() throws(VipsError) -> ChecksummedFileWriter {
-        try ChecksummedFileWriter(directory: temporaryDirectory, namePrefix: "w-")
+    func makeTemporaryFile() throws(VipsError) -> StreamingFileWriter {
+        try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-")
     }
 
     /// Commits a completely written temporary file as the entry for `key`.
@@ -314,7 +314,7 @@ public final class DiskCache: Sendable {
     /// Refuses empty bodies, bodies that are not an image (by magic number)
     /// and bodies larger than the size limit; the file is deleted on failure.
     /// With `openForReading`, the hit's data is a private link to the new body.
-    func commit(_ file: ChecksummedFileWriter, key: String, http: HTTPCacheMetadata?,
+    func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
                 openForReading: Bool) throws(VipsError) -> Hit {
         let summary = try file.finish()
         var committedBody: String?
@@ -326,14 +326,17 @@ public final class DiskCache: Sendable {
             guard summary.byteCount <= configuration.sizeLimit else {
                 throw VipsError(.tooLarge, "\(key): \(summary.byteCount) bytes exceed the cache's limit of \(configuration.sizeLimit)")
             }
+            // Checksummed from the finished file (a read from the page cache), not
+            // while downloading, where slower work would queue body chunks in memory.
             let fd = open(file.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))") }
+            let checksum = ContentChecksum.ofFile(fd, size: summary.byteCount)
             let sampled = ContentChecksum.sampledOfFile(fd, size: summary.byteCount)
             close(fd)
-            guard let sampled else { throw VipsError(.io, "cannot read back \(file.path)") }
+            guard let checksum, let sampled else { throw VipsError(.io, "cannot read back \(file.path)") }
 
             let stem = DiskCacheKeyHash.fileStem(for: key)
-            let bodyFile = stem + "." + ChecksummedFileWriter.randomName() + ".body"
+            let bodyFile = stem + "." + StreamingFileWriter.randomName() + ".body"
             let bodyPath = entriesDirectory + "/" + bodyFile
             guard rename(file.path, bodyPath) == 0 else {
                 throw VipsError(.io, "cannot move \(file.path) into the cache: \(String(cString: strerror(errno)))")
@@ -344,7 +347,7 @@ public final class DiskCache: Sendable {
             let previous = readEntry(stem: stem, removingUnreadable: false)
             let entry = DiskCacheEntry(key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
                                        version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
-                                       checksum: summary.checksum, sampledChecksum: sampled)
+                                       checksum: checksum, sampledChecksum: sampled)
             do throws(VipsError) {
                 try writeMetadata(entry, stem: stem)
             } catch {
@@ -388,7 +391,7 @@ public final class DiskCache: Sendable {
         } catch {
             throw VipsError(.internal, "cannot encode cache metadata: \(error)")
         }
-        let file = try ChecksummedFileWriter(directory: temporaryDirectory, namePrefix: "m-")
+        let file = try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "m-")
         try file.write(encoded)
         _ = try file.finish()
         stamp(file.path)
@@ -402,7 +405,7 @@ public final class DiskCache: Sendable {
     /// A private hard link to `bodyPath` in the temporary folder, or the body
     /// itself where the file system has no hard links; nil when the body is gone.
     private func linkForReading(_ bodyPath: String) -> (path: String, owned: Bool)? {
-        let linkPath = temporaryDirectory + "/r-" + ChecksummedFileWriter.randomName()
+        let linkPath = temporaryDirectory + "/r-" + StreamingFileWriter.randomName()
         if link(bodyPath, linkPath) == 0 { return (linkPath, true) }
         if errno == ENOENT { return nil }
         return access(bodyPath, R_OK) == 0 ? (bodyPath, false) : nil

@@ -9,7 +9,7 @@ import Foundation
 public final class DiskCacheWriter: Sendable {
     /// The source key the entry will be stored under.
     public let key: String
-    let file: ChecksummedFileWriter
+    let file: StreamingFileWriter
     private let cache: DiskCache
 
     init(cache: DiskCache, key: String) throws(VipsError) {

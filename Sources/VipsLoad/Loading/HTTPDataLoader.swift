@@ -35,7 +35,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConcurrentDownloads)
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         delegate = HTTPSessionDelegate()
-        session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+        session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
         limiter = HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads)
     }
 
@@ -161,7 +161,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                 throw VipsError(.io, "cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        return HTTPTransfer.Sink(file: try ChecksummedFileWriter(directory: directory, namePrefix: "download-"),
+        return HTTPTransfer.Sink(file: try StreamingFileWriter(directory: directory, namePrefix: "download-"),
                                  cacheMetadata: nil)
     }
 

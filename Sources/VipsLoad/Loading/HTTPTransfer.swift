@@ -11,14 +11,14 @@ final class HTTPTransfer: Sendable {
     /// A completed attempt.
     enum Outcome: Sendable {
         /// A 2xx body, complete, in `file` (closed by the caller).
-        case body(response: HTTPURLResponse, file: ChecksummedFileWriter, sink: Sink)
+        case body(response: HTTPURLResponse, file: StreamingFileWriter, sink: Sink)
         /// `304 Not Modified` to a conditional request.
         case notModified(response: HTTPURLResponse, receivedAt: Date)
     }
 
     /// Where a body goes, chosen when the response head arrives.
     struct Sink: Sendable {
-        let file: ChecksummedFileWriter
+        let file: StreamingFileWriter
         /// The caching metadata, when the body is to be committed to the disk cache.
         let cacheMetadata: HTTPCacheMetadata?
     }
@@ -42,8 +42,6 @@ final class HTTPTransfer: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Outcome, any Error>?
         var finished = false
-        /// Set once the network task is (to be) cancelled; see `cancelTask`.
-        var cancelRequested = false
         var task: URLSessionDataTask?
         var response: HTTPURLResponse?
         var sink: Sink?
@@ -57,6 +55,9 @@ final class HTTPTransfer: Sendable {
     private let limits: Limits
     private let makeSink: SinkFactory
     private let state = Mutex(State())
+    /// Whether the network task is being cancelled. Its lock serialises the
+    /// redirect decision with cancelling (see `redirect(to:decide:)`).
+    private let cancelRequested = Mutex(false)
     private var label: String { request.url?.absoluteString ?? "request" }
 
     init(request: URLRequest, conditional: Bool, limits: Limits, makeSink: @escaping SinkFactory) {
@@ -174,14 +175,17 @@ final class HTTPTransfer: Sendable {
     /// cancelled (the cancellation completes it).
     func redirect(to newRequest: URLRequest, decide: @Sendable (URLRequest?) -> Void) {
         let scheme = newRequest.url?.scheme?.lowercased()
-        let refusal = state.withLock { state -> VipsError?? in
-            if state.cancelRequested || state.finished { return .some(nil) }
+        let refusal = cancelRequested.withLock { cancelling -> VipsError?? in
+            let (finished, redirects) = state.withLock { state -> (Bool, Int) in
+                state.redirects += 1
+                return (state.finished, state.redirects)
+            }
+            if cancelling || finished { return .some(nil) }
             guard scheme == "http" || scheme == "https" else {
                 decide(nil)
                 return VipsError(.redirectRefused, "\(label): redirect to \(newRequest.url?.absoluteString ?? "nothing") refused")
             }
-            state.redirects += 1
-            guard state.redirects <= limits.maxRedirects else {
+            guard redirects <= limits.maxRedirects else {
                 decide(nil)
                 return VipsError(.redirectRefused, "\(label): more than \(limits.maxRedirects) redirects")
             }
@@ -226,13 +230,14 @@ final class HTTPTransfer: Sendable {
     /// Delivers the first outcome; later ones are ignored. A failure deletes
     /// the partial file; with `cancellingTask`, the network task is cancelled.
     private func finish(_ result: Result<Outcome, any Error>, cancellingTask: Bool) {
-        let (continuation, sink) = state.withLock { state -> (CheckedContinuation<Outcome, any Error>?, Sink?) in
-            guard !state.finished else { return (nil, nil) }
+        let (first, continuation, sink) = state.withLock { state -> (Bool, CheckedContinuation<Outcome, any Error>?, Sink?) in
+            guard !state.finished else { return (false, nil, nil) }
             state.finished = true
             state.timer?.cancel()
             defer { state.continuation = nil }
-            return (state.continuation, state.sink)
+            return (true, state.continuation, state.sink)
         }
+        guard first else { return }
         if case .failure = result { sink?.file.discard() }
         if cancellingTask {
             // Never from the caller's thread: a cancellation handler runs under
@@ -245,10 +250,11 @@ final class HTTPTransfer: Sendable {
 
     /// Cancels the network task, serialised with the redirect decision.
     private func cancelTask() {
-        state.withLock { state in
-            guard !state.cancelRequested else { return }
-            state.cancelRequested = true
-            state.task?.cancel()
+        let task = state.withLock { $0.task }
+        cancelRequested.withLock { cancelling in
+            guard !cancelling else { return }
+            cancelling = true
+            task?.cancel()
         }
     }
 

@@ -63,6 +63,11 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// Everything the child printed so far (its own XCTest output included), for failure messages.
+    var transcript: String {
+        output.withLock { ($0.lines + [$0.pending]).joined(separator: "\n") }
+    }
+
     /// Waits until a report satisfies `condition`; returns it, or nil after `timeout`.
     func waitForReport(timeout: TimeInterval = 120, where condition: (String) -> Bool) -> String? {
         let deadline = Date().addingTimeInterval(timeout)

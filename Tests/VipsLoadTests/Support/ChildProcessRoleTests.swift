@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
 import VipsLoad
 
@@ -15,6 +18,7 @@ final class ChildProcessRoleTests: XCTestCase {
         case "cache-writer": try Self.slowCacheWriter(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
         case "cache-churn": try Self.cacheChurn(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
         case "rss-thumbnail": try await Self.thumbnailOverHTTP(environment)
+        case "rss-in-memory": try await Self.thumbnailFromMemory(environment)
         default: XCTFail("unknown child role \(role)")
         }
     }
@@ -58,7 +62,6 @@ final class ChildProcessRoleTests: XCTestCase {
     /// from the file, and reports the process's RSS before and its peak after.
     static func thumbnailOverHTTP(_ environment: [String: String]) async throws {
         try VipsRuntime.start()
-        let baseline = Self.memoryStatus("VmRSS")
         var configuration = HTTPDataLoader.Configuration(
             temporaryDirectory: URL(fileURLWithPath: environment["VIPSLOAD_TEST_DIR"] ?? NSTemporaryDirectory()))
         if let cacheDirectory = environment["VIPSLOAD_TEST_CACHE"] {
@@ -66,11 +69,34 @@ final class ChildProcessRoleTests: XCTestCase {
         }
         let loader = HTTPDataLoader(configuration: configuration)
         let url = try XCTUnwrap(environment["VIPSLOAD_TEST_URL"].flatMap(URL.init(string:)))
+        // A small download and decode first, so the baseline includes what any
+        // download and decode sets up (libcurl, libvips) and only the body's effect is measured.
+        let warmUp = try XCTUnwrap(environment["VIPSLOAD_TEST_WARMUP_URL"].flatMap(URL.init(string:)))
+        let warmUpData = try await loader.loadData(for: .url(warmUp))
+        // The ImageData must outlive the decode: releasing it deletes a temporary file.
+        _ = try withExtendedLifetime(warmUpData) { try ImageDecoder().decode(warmUpData.input, size: .maxPixelSize(256)) }
+        let baseline = Self.memoryStatus("VmRSS")
         let data = try await loader.loadData(for: .url(url))
         let afterDownload = Self.memoryStatus("VmHWM")
-        let thumbnail = try ImageDecoder().decode(data.input, size: .maxPixelSize(256))
+        let thumbnail = try withExtendedLifetime(data) { try ImageDecoder().decode(data.input, size: .maxPixelSize(256)) }
         let peak = Self.memoryStatus("VmHWM")
         ChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
+            + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
+    }
+
+    /// The contrast: the whole body downloaded into memory (`URLSession`'s
+    /// `data(from:)`) and decoded from there, with the same report.
+    static func thumbnailFromMemory(_ environment: [String: String]) async throws {
+        try VipsRuntime.start()
+        let url = try XCTUnwrap(environment["VIPSLOAD_TEST_URL"].flatMap(URL.init(string:)))
+        let warmUp = try XCTUnwrap(environment["VIPSLOAD_TEST_WARMUP_URL"].flatMap(URL.init(string:)))
+        _ = try ImageDecoder().decode(.data(try await URLSession.shared.data(from: warmUp).0), size: .maxPixelSize(256))
+        let baseline = Self.memoryStatus("VmRSS")
+        let (body, _) = try await URLSession.shared.data(from: url)
+        let afterDownload = Self.memoryStatus("VmHWM")
+        let thumbnail = try ImageDecoder().decode(.data(body), size: .maxPixelSize(256))
+        let peak = Self.memoryStatus("VmHWM")
+        ChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(body.count) "
             + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
     }
 

@@ -1,18 +1,21 @@
 import Foundation
 import Synchronization
 
-/// A new file that bytes are appended to as they arrive, checksummed and
-/// counted on the way, with its first bytes kept for format sniffing.
+/// A new file that bytes are appended to as they arrive, counted on the way,
+/// with its first bytes kept for format sniffing.
+///
+/// Writing does nothing else: FoundationNetworking delivers body chunks with
+/// no back-pressure, so any work here that is slower than the network piles
+/// the chunks up in memory. Checksums are computed from the finished file.
 ///
 /// Deletes its file when released, unless `finish()` handed the file over.
-final class ChecksummedFileWriter: Sendable {
+final class StreamingFileWriter: Sendable {
     /// The file's path.
     let path: String
 
     /// What was written, once the file is complete.
     struct Summary: Sendable {
         let byteCount: Int
-        let checksum: String
         /// Up to 32 leading bytes.
         let prefix: [UInt8]
     }
@@ -20,7 +23,6 @@ final class ChecksummedFileWriter: Sendable {
     private struct State {
         var fd: Int32
         var byteCount = 0
-        var checksum = ContentChecksum()
         var prefix: [UInt8] = []
         var handedOver = false
     }
@@ -67,7 +69,6 @@ final class ChecksummedFileWriter: Sendable {
                 guard n > 0 else { throw VipsError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
                 offset += n
             }
-            state.checksum.update(bytes)
             if state.prefix.count < 32 {
                 state.prefix.append(contentsOf: bytes.prefix(32 - state.prefix.count))
             }
@@ -92,7 +93,7 @@ final class ChecksummedFileWriter: Sendable {
                 guard status == 0 else { throw VipsError(.io, "cannot close \(path): \(String(cString: strerror(errno)))") }
             }
             state.handedOver = true
-            return Summary(byteCount: state.byteCount, checksum: state.checksum.finalize(), prefix: state.prefix)
+            return Summary(byteCount: state.byteCount, prefix: state.prefix)
         }
     }
 
