@@ -19,7 +19,7 @@ final class NetworkLoaderTests: NetworkTestCase {
         data = nil
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the temporary file goes with its ImageData")
         XCTAssertEqual(server.requestCount("/photo.jpg"), 1)
-        XCTAssertEqual(server.requests("/photo.jpg").first?.header("Accept"), "image/*")
+        XCTAssertEqual(server.requests("/photo.jpg").first?.header("Accept"), "image/*,*/*;q=0.8")
         let metrics = loader.metrics
         XCTAssertEqual(metrics.httpRequests, 1)
         XCTAssertEqual(metrics.downloads, 1)

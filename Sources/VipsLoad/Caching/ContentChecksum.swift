@@ -36,10 +36,6 @@ struct ContentChecksum: Sendable {
         length &+= UInt64(count)
     }
 
-    mutating func update(_ data: Data) {
-        data.withUnsafeBytes { update($0) }
-    }
-
     /// The checksum of everything passed to `update`, as 16 hex digits.
     func finalize() -> String {
         var copy = self

@@ -216,8 +216,9 @@ public final class DiskCache: Sendable {
                 continue
             }
             if group.bodies.isEmpty {
-                // Metadata whose body is gone can never be served.
-                removeEntry(stem: stem, ifBody: nil)
+                // Metadata whose body is gone can never be served. A young one may
+                // belong to a body renamed in while this folder was being listed.
+                if now - meta.modified >= lifetime { removeEntry(stem: stem, ifBody: nil) }
                 continue
             }
             var size = meta.size

@@ -16,7 +16,9 @@ extension DiskCache {
         /// file. Default 8 MiB.
         public var fullVerificationLimit: Int
         /// Files left behind by interrupted writes (a killed process) are deleted
-        /// by the sweep once they are this old. Default 1 hour.
+        /// by the sweep once they are this old, and so are the private links
+        /// behind the `ImageData` a lookup returns: decode such data within this
+        /// time (a pipeline decodes at once). Default 1 hour.
         public var abandonedFileLifetime: TimeInterval
 
         public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024,

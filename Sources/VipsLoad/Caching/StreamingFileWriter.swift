@@ -60,11 +60,12 @@ final class StreamingFileWriter: Sendable {
 
     /// Appends `bytes`.
     func write(_ bytes: UnsafeRawBufferPointer) throws(VipsError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         try state.withLock { (state: inout State) throws(VipsError) in
             guard state.fd >= 0 else { throw VipsError(.io, "\(path): write after close") }
             var offset = 0
             while offset < bytes.count {
-                let n = Foundation.write(state.fd, bytes.baseAddress! + offset, bytes.count - offset)
+                let n = Foundation.write(state.fd, base + offset, bytes.count - offset)
                 if n < 0, errno == EINTR { continue }
                 guard n > 0 else { throw VipsError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
                 offset += n

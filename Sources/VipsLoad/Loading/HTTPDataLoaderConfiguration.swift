@@ -24,8 +24,8 @@ extension HTTPDataLoader {
         /// The folder for downloads that are not cached. Default
         /// `vipsload-downloads` in the system's temporary folder.
         public var temporaryDirectory: URL
-        /// Header fields sent with every request. Default `Accept: image/*`
-        /// and a `User-Agent` naming VipsLoad.
+        /// Header fields sent with every request. Default
+        /// `Accept: image/*,*/*;q=0.8` and a `User-Agent` naming VipsLoad.
         public var headers: [String: String]
 
         public init(maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
@@ -34,7 +34,7 @@ extension HTTPDataLoader {
                     diskCache: DiskCache? = nil, cachePolicy: HTTPCachePolicy = .respectExpiry,
                     temporaryDirectory: URL = FileManager.default.temporaryDirectory
                         .appendingPathComponent("vipsload-downloads", isDirectory: true),
-                    headers: [String: String] = ["Accept": "image/*", "User-Agent": "VipsLoad"]) {
+                    headers: [String: String] = ["Accept": "image/*,*/*;q=0.8", "User-Agent": "VipsLoad"]) {
             self.maxConcurrentDownloads = maxConcurrentDownloads
             self.requestTimeout = requestTimeout
             self.resourceTimeout = resourceTimeout
