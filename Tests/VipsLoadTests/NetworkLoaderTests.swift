@@ -91,11 +91,11 @@ final class NetworkLoaderTests: NetworkTestCase {
         let jpeg = try NetworkFixtures.jpeg(seed: 9)
         let cache = try makeCache()
         let loader = makeLoader(cache: cache) {
-            $0.requestTimeout = 1
+            $0.requestTimeout = 2
             $0.maxBodyBytes = 1_000_000
         }
         var slowHead = TestHTTPServer.Response.ok(jpeg, headers: [("Cache-Control", "max-age=3600")])
-        slowHead.headerDelay = 6
+        slowHead.headerDelay = 10
         var cutShort = TestHTTPServer.Response.ok(jpeg, headers: [("Cache-Control", "max-age=3600")])
         cutShort.cutAfter = jpeg.count / 2
         var reset = cutShort
@@ -112,7 +112,7 @@ final class NetworkLoaderTests: NetworkTestCase {
         let cases: [(path: String, response: TestHTTPServer.Response, kind: VipsError.Kind, text: String)] = [
             ("/404.jpg", .status(404, body: "not here"), .httpStatus, "HTTP 404"),
             ("/500.jpg", .status(500), .httpStatus, "HTTP 500"),
-            ("/slow.jpg", slowHead, .timedOut, "no data for 1"),
+            ("/slow.jpg", slowHead, .timedOut, "no data for 2"),
             ("/cut.jpg", cutShort, .incompleteBody, "remaining"),
             ("/reset.jpg", reset, .network, "reset"),
             ("/reset-no-length.jpg", resetWithoutLength, .network, "reset"),

@@ -14,6 +14,11 @@ final class HTTPSessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         transfers.withLock { $0[id] = transfer }
     }
 
+    func unregister(_ task: URLSessionTask) {
+        let id = task.taskIdentifier
+        _ = transfers.withLock { $0.removeValue(forKey: id) }
+    }
+
     private func transfer(for task: URLSessionTask) -> HTTPTransfer? {
         let id = task.taskIdentifier
         return transfers.withLock { $0[id] }

@@ -79,6 +79,8 @@ final class HTTPTransfer: Sendable {
                     finish(.failure(Failure(error: VipsError(.timedOut, "\(label): no complete response within \(limits.resourceTimeout) s"),
                                             isTransient: true)), cancellingTask: true)
                 }
+                // Registered first: once stored below, a cancellation may complete the task at any moment.
+                delegate.register(self, for: task)
                 let started = state.withLock { state -> Bool in
                     guard !state.finished else { return false }
                     state.continuation = continuation
@@ -87,11 +89,11 @@ final class HTTPTransfer: Sendable {
                     return true
                 }
                 guard started else {
+                    delegate.unregister(task)
                     timer.cancel()
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                delegate.register(self, for: task)
                 task.resume()
             }
         } onCancel: {
