@@ -6,7 +6,7 @@ import VipsLoad
 /// wrong bytes: the cache stays valid for the next process.
 final class DiskCacheCrashTests: XCTestCase {
     private var directory: URL!
-    private var child: ChildProcess?
+    private var child: TestChildProcess?
 
     override func setUp() {
         directory = NetworkFixtures.makeDirectory("crash")
@@ -18,7 +18,7 @@ final class DiskCacheCrashTests: XCTestCase {
     }
 
     func testWriterKilledMidWriteLeavesTheCacheValid() throws {
-        let child = try ChildProcess(role: "cache-writer", environment: ["VIPSLOAD_TEST_DIR": directory.path])
+        let child = try TestChildProcess(role: "cache-writer", environment: ["VIPSLOAD_TEST_DIR": directory.path])
         self.child = child
         XCTAssertNotNil(child.waitForReport { $0 == "MIDWRITE 2" }, "the writer reports half of entry 2 written")
         child.kill()
@@ -45,7 +45,7 @@ final class DiskCacheCrashTests: XCTestCase {
     func testWritersKilledAtRandomMomentsNeverLeaveGarbage() throws {
         var served = 0
         for round in 0..<4 {
-            let child = try ChildProcess(role: "cache-churn", environment: ["VIPSLOAD_TEST_DIR": directory.path])
+            let child = try TestChildProcess(role: "cache-churn", environment: ["VIPSLOAD_TEST_DIR": directory.path])
             self.child = child
             XCTAssertNotNil(child.waitForReport { $0 == "READY" })
             Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.4))

@@ -195,7 +195,7 @@ final class DiskCacheTests: XCTestCase {
     func testSeveralInstancesWritingAndReadingOneFolderConcurrently() throws {
         let caches = try (0..<3).map { _ in try DiskCache(directory: directory) }
         let sizes = [20_000, 90_000, 150_000]
-        let failures = LockedCounter()
+        let failures = DiskCacheFailureLog()
         DispatchQueue.concurrentPerform(iterations: 6) { worker in
             let cache = caches[worker % caches.count]
             for round in 0..<40 {
@@ -268,7 +268,7 @@ final class DiskCacheTests: XCTestCase {
 }
 
 /// Collects failure messages from concurrent workers.
-final class LockedCounter: @unchecked Sendable {
+final class DiskCacheFailureLog: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [String] = []
     func add(_ message: String) { lock.lock(); list.append(message); lock.unlock() }

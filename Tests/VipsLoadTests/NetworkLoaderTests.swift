@@ -266,7 +266,7 @@ final class NetworkLoaderTests: NetworkTestCase {
     func testLimitsConcurrentDownloads() async throws {
         let jpeg = try NetworkFixtures.jpeg()
         let gate = DispatchSemaphore(value: 0)
-        let inFlight = InFlightCounter()
+        let inFlight = NetworkInFlightCounter()
         for index in 0..<6 {
             server.route("/c\(index).jpg") { _ in
                 inFlight.enter()
@@ -296,7 +296,7 @@ final class NetworkLoaderTests: NetworkTestCase {
 }
 
 /// Counts handlers running at once on the server, keeping the maximum.
-final class InFlightCounter: @unchecked Sendable {
+final class NetworkInFlightCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var current = 0
     private var peak = 0

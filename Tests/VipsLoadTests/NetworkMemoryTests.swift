@@ -37,7 +37,7 @@ final class NetworkMemoryTests: NetworkTestCase {
         env["VIPSLOAD_TEST_URL"] = server.url(path).absoluteString
         env["VIPSLOAD_TEST_WARMUP_URL"] = server.url("/small.jpg").absoluteString
         env["VIPSLOAD_TEST_DIR"] = downloadDirectory.path
-        let child = try ChildProcess(role: role, environment: env)
+        let child = try TestChildProcess(role: role, environment: env)
         defer { child.kill() }
         let line = try XCTUnwrap(child.waitForReport(timeout: 300) { $0.hasPrefix("RSS ") }, "\(role) reported:\n\(child.transcript)")
         XCTAssertEqual(child.waitForExit(), 0, "\(role) ended normally")

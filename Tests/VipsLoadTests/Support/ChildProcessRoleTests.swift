@@ -5,13 +5,13 @@ import FoundationNetworking
 import XCTest
 import VipsLoad
 
-/// The roles a `ChildProcess` plays. Run in a normal test pass, the test is
+/// The roles a `TestChildProcess` plays. Run in a normal test pass, the test is
 /// skipped: it only does something inside a child process started by another
 /// test, which reads its reports and usually kills it.
 final class ChildProcessRoleTests: XCTestCase {
     func testChildRole() async throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let role = environment[ChildProcess.roleVariable] else {
+        guard let role = environment[TestChildProcess.roleVariable] else {
             throw XCTSkip("runs only inside a child process started by DiskCacheCrashTests or NetworkMemoryTests")
         }
         switch role {
@@ -36,19 +36,19 @@ final class ChildProcessRoleTests: XCTestCase {
                 try writer.write(body[offset..<min(body.count, offset + chunk)])
                 offset += chunk
                 if version >= 2 {
-                    if offset == body.count / 2 { ChildProcess.report("MIDWRITE \(version)") }
+                    if offset == body.count / 2 { TestChildProcess.report("MIDWRITE \(version)") }
                     Thread.sleep(forTimeInterval: 0.02)
                 }
             }
             try writer.commit()
-            ChildProcess.report("COMMITTED \(version)")
+            TestChildProcess.report("COMMITTED \(version)")
         }
     }
 
     /// Stores new versions of five keys as fast as it can, forever.
     static func cacheChurn(directory: String) throws {
         let cache = try DiskCache(directory: URL(fileURLWithPath: directory), sizeLimit: 8 * 1024 * 1024)
-        ChildProcess.report("READY")
+        TestChildProcess.report("READY")
         var version = 0
         while true {
             let size = 50_000 + (version * 7919) % 400_000
@@ -80,7 +80,7 @@ final class ChildProcessRoleTests: XCTestCase {
         let afterDownload = Self.memoryStatus("VmHWM")
         let thumbnail = try withExtendedLifetime(data) { try ImageDecoder().decode(data.input, size: .maxPixelSize(256)) }
         let peak = Self.memoryStatus("VmHWM")
-        ChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
+        TestChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
             + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
     }
 
@@ -96,7 +96,7 @@ final class ChildProcessRoleTests: XCTestCase {
         let afterDownload = Self.memoryStatus("VmHWM")
         let thumbnail = try ImageDecoder().decode(.data(body), size: .maxPixelSize(256))
         let peak = Self.memoryStatus("VmHWM")
-        ChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(body.count) "
+        TestChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(body.count) "
             + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
     }
 

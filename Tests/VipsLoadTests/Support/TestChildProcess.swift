@@ -10,7 +10,7 @@ import XCTest
 ///
 /// The child is the same executable (`/proc/self/exe`) asked to run only
 /// `ChildProcessRoleTests/testChildRole`, with the role in its environment.
-final class ChildProcess: Sendable {
+final class TestChildProcess: Sendable {
     static let roleVariable = "VIPSLOAD_TEST_CHILD_ROLE"
     /// Lines the child reports start with this.
     static let linePrefix = "CHILD "
@@ -56,7 +56,7 @@ final class ChildProcess: Sendable {
 
     var processIdentifier: Int32 { process.processIdentifier }
 
-    /// The complete lines reported with `ChildProcess.report`, without the prefix.
+    /// The complete lines reported with `TestChildProcess.report`, without the prefix.
     var reports: [String] {
         output.withLock { output in
             output.lines.filter { $0.hasPrefix(Self.linePrefix) }.map { String($0.dropFirst(Self.linePrefix.count)) }
