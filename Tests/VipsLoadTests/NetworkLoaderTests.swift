@@ -258,7 +258,7 @@ final class NetworkLoaderTests: NetworkTestCase {
                 _ = try await loader.loadData(for: source)
                 XCTFail("\(source) must be refused")
             } catch {
-                XCTAssertEqual((error as? VipsError)?.kind, .invalidArgument, "\(error)")
+                XCTAssertEqual((error as? VipsError)?.kind, .unsupportedSource, "\(error)")
             }
         }
     }

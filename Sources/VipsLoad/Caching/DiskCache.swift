@@ -147,7 +147,12 @@ public final class DiskCache: Sendable {
             return entry
         }
         current.http = http
-        try writeMetadata(current, stem: stem)
+        do throws(VipsError) {
+            try writeMetadata(current, stem: stem)
+        } catch {
+            noteWriteFailure()
+            throw error
+        }
         return current
     }
 
@@ -306,8 +311,47 @@ public final class DiskCache: Sendable {
     // MARK: - Internals shared with the writer and the HTTP loader
 
     /// A new temporary file in the cache folder (same file system, so commit is a rename).
+    ///
+    /// Recreates the cache's folders when they have been deleted while the
+    /// cache was open (someone clearing caches), so the cache fills again.
     func makeTemporaryFile() throws(VipsError) -> StreamingFileWriter {
-        try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-")
+        do {
+            return try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-")
+        } catch {
+            if recreateFoldersIfMissing(), let file = try? StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-") {
+                return file
+            }
+            noteWriteFailure()
+            throw error
+        }
+    }
+
+    /// Counts a write the file system refused (full, read-only, folder gone).
+    func noteWriteFailure() {
+        state.withLock { $0.metrics.writeFailures += 1 }
+    }
+
+    /// Creates the entries and temporary folders when one is missing; true when it did.
+    private func recreateFoldersIfMissing() -> Bool {
+        var recreated = false
+        for directory in [entriesDirectory, temporaryDirectory] where !FileManager.default.fileExists(atPath: directory) {
+            guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil else {
+                return false
+            }
+            recreated = true
+        }
+        if recreated { state.withLock { $0.estimatedSize = nil } }
+        return recreated
+    }
+
+    /// What became of a download handed to `commitDownload`.
+    enum CommitOutcome {
+        /// Stored; the hit's data is a private link to the new body.
+        case committed(Hit)
+        /// Not stored because the file system refused (full, read-only, folder
+        /// gone); the complete bytes are still readable from `data`, a file
+        /// deleted when released.
+        case uncached(ImageData, reason: VipsError)
     }
 
     /// Commits a completely written temporary file as the entry for `key`.
@@ -317,55 +361,89 @@ public final class DiskCache: Sendable {
     /// With `openForReading`, the hit's data is a private link to the new body.
     func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
                 openForReading: Bool) throws(VipsError) -> Hit {
-        let summary = try file.finish()
-        var committedBody: String?
-        do throws(VipsError) {
-            guard summary.byteCount > 0 else { throw VipsError(.emptyInput, "\(key): no bytes to cache") }
-            guard ImageFormat.sniff(summary.prefix) != nil else {
-                throw VipsError(.unsupportedFormat, "\(key): the bytes are not an image; not cached")
-            }
-            guard summary.byteCount <= configuration.sizeLimit else {
-                throw VipsError(.tooLarge, "\(key): \(summary.byteCount) bytes exceed the cache's limit of \(configuration.sizeLimit)")
-            }
-            // Checksummed from the finished file (a read from the page cache), not
-            // while downloading, where slower work would queue body chunks in memory.
-            let fd = open(file.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))") }
-            let checksum = ContentChecksum.ofFile(fd, size: summary.byteCount)
-            let sampled = ContentChecksum.sampledOfFile(fd, size: summary.byteCount)
-            close(fd)
-            guard let checksum, let sampled else { throw VipsError(.io, "cannot read back \(file.path)") }
+        switch try commit(file, key: key, http: http, openForReading: openForReading, keepingBytes: false) {
+        case .committed(let hit): return hit
+        case .uncached(_, let reason): throw reason
+        }
+    }
 
-            let stem = DiskCacheKeyHash.fileStem(for: key)
-            let bodyFile = stem + "." + StreamingFileWriter.randomName() + ".body"
-            let bodyPath = entriesDirectory + "/" + bodyFile
-            guard rename(file.path, bodyPath) == 0 else {
-                throw VipsError(.io, "cannot move \(file.path) into the cache: \(String(cString: strerror(errno)))")
+    /// Commits a downloaded body like `commit`, except that when the file
+    /// system refuses the entry the bytes are kept for the caller rather than
+    /// deleted: a full or read-only cache must not cost the download.
+    func commitDownload(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?) throws(VipsError) -> CommitOutcome {
+        try commit(file, key: key, http: http, openForReading: true, keepingBytes: true)
+    }
+
+    private func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+                        openForReading: Bool, keepingBytes: Bool) throws(VipsError) -> CommitOutcome {
+        let summary = try file.finish()
+        guard summary.byteCount > 0 else {
+            unlink(file.path)
+            throw VipsError(.emptyInput, "\(key): no bytes to cache")
+        }
+        guard ImageFormat.sniff(summary.prefix) != nil else {
+            unlink(file.path)
+            throw VipsError(.unsupportedFormat, "\(key): the bytes are not an image; not cached")
+        }
+        guard summary.byteCount <= configuration.sizeLimit else {
+            unlink(file.path)
+            throw VipsError(.tooLarge, "\(key): \(summary.byteCount) bytes exceed the cache's limit of \(configuration.sizeLimit)")
+        }
+        /// The file system refused the entry at `path` (and the entry is not visible).
+        func refused(_ error: VipsError, bytesAt path: String, readerLink: String? = nil) throws(VipsError) -> CommitOutcome {
+            noteWriteFailure()
+            if keepingBytes {
+                if let readerLink {
+                    unlink(path)
+                    return .uncached(ImageData(input: .file(readerLink), byteCount: summary.byteCount, removingFileOnRelease: true),
+                                     reason: error)
+                }
+                return .uncached(ImageData(input: .file(path), byteCount: summary.byteCount, removingFileOnRelease: true),
+                                 reason: error)
             }
-            committedBody = bodyPath
-            // The reader's link exists before the entry is visible, so no sweep can take the body first.
-            let reading = openForReading ? linkForReading(bodyPath) : nil
-            let previous = readEntry(stem: stem, removingUnreadable: false)
-            let entry = DiskCacheEntry(key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
-                                       version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
-                                       checksum: checksum, sampledChecksum: sampled)
-            do throws(VipsError) {
-                try writeMetadata(entry, stem: stem)
-            } catch {
-                if let reading, reading.owned { unlink(reading.path) }
-                throw error
-            }
-            if let previous, previous.bodyFile != bodyFile {
-                unlink(entriesDirectory + "/" + previous.bodyFile)
-            }
-            noteWrite(bytes: summary.byteCount)
-            let data = ImageData(input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
-                                 removingFileOnRelease: reading?.owned ?? false)
-            return Hit(entry: entry, data: data)
-        } catch {
-            unlink(committedBody ?? file.path)
+            if let readerLink { unlink(readerLink) }
+            unlink(path)
             throw error
         }
+
+        // Checksummed from the finished file (a read from the page cache), not
+        // while downloading, where slower work would queue body chunks in memory.
+        let fd = open(file.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            return try refused(VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))"), bytesAt: file.path)
+        }
+        let checksum = ContentChecksum.ofFile(fd, size: summary.byteCount)
+        let sampled = ContentChecksum.sampledOfFile(fd, size: summary.byteCount)
+        close(fd)
+        guard let checksum, let sampled else {
+            return try refused(VipsError(.io, "cannot read back \(file.path)"), bytesAt: file.path)
+        }
+
+        let stem = DiskCacheKeyHash.fileStem(for: key)
+        let bodyFile = stem + "." + StreamingFileWriter.randomName() + ".body"
+        let bodyPath = entriesDirectory + "/" + bodyFile
+        guard rename(file.path, bodyPath) == 0 else {
+            let error = VipsError(.io, "cannot move \(file.path) into the cache: \(String(cString: strerror(errno)))")
+            return try refused(error, bytesAt: file.path)
+        }
+        // The reader's link exists before the entry is visible, so no sweep can take the body first.
+        let reading = openForReading ? linkForReading(bodyPath) : nil
+        let previous = readEntry(stem: stem, removingUnreadable: false)
+        let entry = DiskCacheEntry(key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
+                                   version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
+                                   checksum: checksum, sampledChecksum: sampled)
+        do throws(VipsError) {
+            try writeMetadata(entry, stem: stem)
+        } catch {
+            return try refused(error, bytesAt: bodyPath, readerLink: reading?.owned == true ? reading?.path : nil)
+        }
+        if let previous, previous.bodyFile != bodyFile {
+            unlink(entriesDirectory + "/" + previous.bodyFile)
+        }
+        noteWrite(bytes: summary.byteCount)
+        let data = ImageData(input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
+                             removingFileOnRelease: reading?.owned ?? false)
+        return .committed(Hit(entry: entry, data: data))
     }
 
     // MARK: - Files

@@ -4,7 +4,8 @@ extension DiskCache {
     /// Where a disk cache lives and how large it may grow. Every property documents its default.
     public struct Configuration: Sendable, Hashable {
         /// The cache folder; created when missing. Several caches (in one
-        /// process or several) may share it. No default.
+        /// process or several) may share it. No default
+        /// (`DiskCache.defaultDirectory` is the conventional place).
         public var directory: URL
         /// The most bytes the entries may take. When writes push the folder past
         /// it, a background sweep deletes the least recently used entries until
@@ -28,5 +29,23 @@ extension DiskCache {
             self.fullVerificationLimit = fullVerificationLimit
             self.abandonedFileLifetime = abandonedFileLifetime
         }
+    }
+}
+
+extension DiskCache {
+    /// The conventional per-user cache folder (XDG Base Directory):
+    /// `$XDG_CACHE_HOME/vipsload/images`, else `~/.cache/vipsload/images`,
+    /// else `vipsload/images` in the system's temporary folder.
+    public static var defaultDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base: URL
+        if let cacheHome = environment["XDG_CACHE_HOME"], cacheHome.hasPrefix("/") {
+            base = URL(fileURLWithPath: cacheHome, isDirectory: true)
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache", isDirectory: true)
+        } else {
+            base = FileManager.default.temporaryDirectory
+        }
+        return base.appendingPathComponent("vipsload", isDirectory: true).appendingPathComponent("images", isDirectory: true)
     }
 }

@@ -7,6 +7,10 @@ public struct DiskCacheMetrics: Sendable, Hashable {
     public var misses = 0
     /// Entries committed.
     public var writes = 0
+    /// Writes the file system refused (disk full, read-only or deleted
+    /// folder); nothing partial became visible, and a download's bytes were
+    /// still delivered uncached.
+    public var writeFailures = 0
     /// Entries found corrupt or truncated on read, and deleted.
     public var corruptEntriesRemoved = 0
     /// Entries deleted by the LRU sweep.

@@ -23,7 +23,12 @@ public final class DiskCacheWriter: Sendable {
 
     /// Appends `data` to the entry.
     public func write(_ data: Data) throws(VipsError) {
-        try file.write(data)
+        do throws(VipsError) {
+            try file.write(data)
+        } catch {
+            cache.noteWriteFailure()
+            throw error
+        }
     }
 
     /// Makes the entry visible: checks that the bytes are a non-empty image

@@ -85,6 +85,33 @@ final class StreamingFileWriter: Sendable {
         try result.get()
     }
 
+    /// Appends the bytes written to this file so far to `other` (after a
+    /// failed write, only the bytes counted as written).
+    func copyWritten(to other: StreamingFileWriter) throws(VipsError) {
+        let count = byteCount
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw VipsError(.io, "cannot reopen \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var offset = 0
+        while offset < count {
+            let want = min(buffer.count, count - offset)
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw VipsError(.io, "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "file shorter than written")") }
+            let written: Result<Void, VipsError> = buffer.withUnsafeBytes { bytes in
+                do throws(VipsError) {
+                    try other.write(UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            try written.get()
+            offset += n
+        }
+    }
+
     /// Closes the file and hands it over to the caller, who now owns (and deletes) it.
     func finish() throws(VipsError) -> Summary {
         try state.withLock { (state: inout State) throws(VipsError) -> Summary in

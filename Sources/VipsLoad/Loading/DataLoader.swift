@@ -1,11 +1,13 @@
 import Foundation
 
-/// The default data-loading step: files, in-memory data and `file://` URLs.
+/// The data-loading step: files, in-memory data and `file://` URLs, and
+/// every other URL through `remoteLoader`.
 ///
 /// Files are not read here: the returned `ImageData` names the file and
 /// libvips reads it incrementally while decoding, so a large file never sits
 /// whole in memory. Other URL schemes go to `remoteLoader` when one is set;
-/// without it they fail with `.unsupportedSource`.
+/// without it they fail with `.unsupportedSource`. A pipeline made without a
+/// `dataLoader` uses `DataLoader(remoteLoader: HTTPDataLoader(...))`.
 public struct DataLoader: ImageDataLoading {
     /// Loads every non-file URL; nil (the default) refuses them.
     public var remoteLoader: (any ImageDataLoading)?
@@ -13,6 +15,9 @@ public struct DataLoader: ImageDataLoading {
     public init(remoteLoader: (any ImageDataLoading)? = nil) {
         self.remoteLoader = remoteLoader
     }
+
+    /// The remote loader's counters.
+    public var networkMetrics: HTTPLoaderMetrics? { remoteLoader?.networkMetrics }
 
     public func loadData(for source: ImageSource) async throws -> ImageData {
         try Task.checkCancellation()

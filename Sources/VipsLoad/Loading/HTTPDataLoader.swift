@@ -46,10 +46,13 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// This loader's counters.
     public var metrics: HTTPLoaderMetrics { counters.withLock { $0 } }
 
-    /// Loads an `http(s)` URL source; other sources are an `invalidArgument` error.
+    /// The loader's counters, for `ImagePipeline.Metrics`.
+    public var networkMetrics: HTTPLoaderMetrics? { metrics }
+
+    /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
     public func loadData(for source: ImageSource) async throws -> ImageData {
         guard case .url(let url) = source, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw VipsError(.invalidArgument, "\(source): HTTPDataLoader loads only http(s) URLs")
+            throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
         }
         let key = source.key
         return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
@@ -138,7 +141,11 @@ public final class HTTPDataLoader: ImageDataLoading {
                     isTransient: false)
             }
             if let metadata = sink.cacheMetadata, let cache = configuration.diskCache, byteCount <= cache.configuration.sizeLimit {
-                return try cache.commit(file, key: key, http: metadata, openForReading: true).data
+                switch try cache.commitDownload(file, key: key, http: metadata) {
+                case .committed(let hit): return hit.data
+                // A cache the file system refuses costs the caching, not the image.
+                case .uncached(let data, _): return data
+                }
             }
             let summary = try file.finish()
             return ImageData(input: .file(file.path), byteCount: summary.byteCount, removingFileOnRelease: true)
@@ -146,14 +153,25 @@ public final class HTTPDataLoader: ImageDataLoading {
     }
 
     /// Chooses where a 2xx body goes: the disk cache when it may be stored
-    /// there, a temporary file otherwise.
+    /// there, a temporary file otherwise (also when the cache's folder
+    /// refuses new files, or refuses more bytes while the body streams).
     private func makeSink(_ response: HTTPURLResponse, receivedAt: Date) throws(VipsError) -> HTTPTransfer.Sink {
         if let cache = configuration.diskCache,
            let metadata = HTTPCacheMetadata(header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
-           response.expectedContentLength <= Int64(cache.configuration.sizeLimit) {
-            return HTTPTransfer.Sink(file: try cache.makeTemporaryFile(), cacheMetadata: metadata)
+           response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
+           let file = try? cache.makeTemporaryFile() {
+            let directory = configuration.temporaryDirectory.path
+            return HTTPTransfer.Sink(file: file, cacheMetadata: metadata, fallback: { () throws(VipsError) in
+                cache.noteWriteFailure()
+                return try Self.makeTemporaryDownload(in: directory)
+            })
         }
-        let directory = configuration.temporaryDirectory.path
+        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: configuration.temporaryDirectory.path),
+                                 cacheMetadata: nil)
+    }
+
+    /// A new file for an uncached download in `directory`, created when missing.
+    private static func makeTemporaryDownload(in directory: String) throws(VipsError) -> StreamingFileWriter {
         if !FileManager.default.fileExists(atPath: directory) {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -161,8 +179,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                 throw VipsError(.io, "cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        return HTTPTransfer.Sink(file: try StreamingFileWriter(directory: directory, namePrefix: "download-"),
-                                 cacheMetadata: nil)
+        return try StreamingFileWriter(directory: directory, namePrefix: "download-")
     }
 
     /// The first bytes as text when printable, else in hex, for error messages.

@@ -21,6 +21,26 @@ final class HTTPTransfer: Sendable {
         let file: StreamingFileWriter
         /// The caching metadata, when the body is to be committed to the disk cache.
         let cacheMetadata: HTTPCacheMetadata?
+        /// For a disk-cache sink: makes the uncached file the body moves to
+        /// when the cache's file system refuses a write (full, read-only,
+        /// folder deleted), so a cache fault does not cost the download.
+        var fallback: (@Sendable () throws(VipsError) -> StreamingFileWriter)? = nil
+
+        /// The body moved to the fallback file: the bytes written so far are
+        /// copied over and the cache file deleted. Throws `writeError` when
+        /// there is no fallback, or the fallback's own error.
+        func relocated(after writeError: VipsError) throws(VipsError) -> Sink {
+            guard let fallback else { throw writeError }
+            let replacement = try fallback()
+            do throws(VipsError) {
+                try file.copyWritten(to: replacement)
+            } catch {
+                replacement.discard()
+                throw error
+            }
+            file.discard()
+            return Sink(file: replacement, cacheMetadata: nil)
+        }
     }
 
     /// What ended an attempt, with what the retry policy needs to know.
@@ -165,7 +185,19 @@ final class HTTPTransfer: Sendable {
         do throws(VipsError) {
             try sink.file.write(data)
         } catch {
-            finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: true)
+            // Events are serial: no other chunk is written while the body moves.
+            do throws(VipsError) {
+                let moved = try sink.relocated(after: error)
+                try moved.file.write(data)
+                let current = state.withLock { state -> Bool in
+                    guard !state.finished else { return false }
+                    state.sink = moved
+                    return true
+                }
+                if !current { moved.file.discard() }
+            } catch {
+                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: true)
+            }
         }
     }
 
