@@ -33,12 +33,41 @@ extension ImagePipeline {
         /// Pixel bytes produced by decodes.
         public var bytesDecoded = 0
 
+        // The data loader's counters (`ImageDataLoading.networkMetrics`): a
+        // loader shared by several pipelines counts for all of them.
+
+        /// Downloads served from the disk cache without any request.
+        public var diskHits = 0
+        /// HTTP requests sent: first attempts, retries and conditional requests.
+        public var networkRequests = 0
+        /// Bodies downloaded completely (a `304` downloads none).
+        public var downloads = 0
+        /// Stale disk-cache entries revalidated by a `304 Not Modified` and
+        /// served from disk.
+        public var revalidations = 0
+        /// Body bytes received in completed downloads.
+        public var bytesDownloaded = 0
+        /// HTTP attempts repeated after a transient failure.
+        public var retries = 0
+
         public init() {}
 
         public var description: String {
             "requests \(requests), memory hits \(memoryHits), memory resizes \(memoryResizes), coalesced \(coalesced), "
                 + "loads \(dataLoadsStarted) (shared \(dataLoadsShared)), decodes \(decodesStarted)/\(decodesFinished), "
-                + "cancelled \(cancelled), failed \(failed), bytes loaded \(bytesLoaded), decoded \(bytesDecoded)"
+                + "cancelled \(cancelled), failed \(failed), bytes loaded \(bytesLoaded), decoded \(bytesDecoded), "
+                + "disk hits \(diskHits), network requests \(networkRequests) (downloads \(downloads), "
+                + "revalidations \(revalidations), retries \(retries)), bytes downloaded \(bytesDownloaded)"
+        }
+
+        /// Adds a data loader's network and disk-cache counters.
+        mutating func include(_ network: HTTPLoaderMetrics) {
+            diskHits += network.diskHits
+            networkRequests += network.httpRequests
+            downloads += network.downloads
+            revalidations += network.revalidations
+            bytesDownloaded += network.bytesDownloaded
+            retries += network.retries
         }
     }
 }

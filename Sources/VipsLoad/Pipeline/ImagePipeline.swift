@@ -5,13 +5,16 @@
 /// let thumbnail = try await pipeline.image(for: ImageRequest(path: "photo.jpg", size: .maxPixelSize(256)))
 /// ```
 ///
+/// Sources are files, in-memory data, and `file://` or `http(s)://` URLs.
 /// A request is served from the memory cache when it can be — synchronously,
 /// without a queue or a thread hop — and otherwise joins an identical request
 /// in flight or starts a load and a decode. Identical requests share one
 /// decode; different sizes of one source share one data load; a smaller size
 /// of a cached larger bitmap is made by downscaling it in memory. Decodes run
 /// on dedicated threads, `decodeConcurrency` at a time, highest priority first.
-/// Errors reach every caller and are never cached.
+/// Downloads look in the disk cache (`Configuration.diskCache`) first, so a
+/// request goes memory → disk → network. Errors reach every caller and are
+/// never cached, in memory or on disk.
 public final class ImagePipeline: Sendable {
     /// The configuration the pipeline was made with.
     public let configuration: Configuration
@@ -57,8 +60,13 @@ public final class ImagePipeline: Sendable {
     /// The memory cache (`configuration.memoryCache`).
     public var memoryCache: MemoryCache? { graph.memoryCache }
 
-    /// Counters since the pipeline was made.
-    public var metrics: Metrics { graph.metrics.snapshot }
+    /// Counters since the pipeline was made, with its data loader's network
+    /// and disk-cache counters.
+    public var metrics: Metrics {
+        var metrics = graph.metrics.snapshot
+        if let network = graph.loader.networkMetrics { metrics.include(network) }
+        return metrics
+    }
 
     /// The sizes of the in-flight tables and queues.
     public var inFlight: InFlight { graph.inFlight }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What to load: a source, the size to decode it to, and how urgently.
 ///
 /// Two requests whose `cacheKey`s are equal produce the same pixels, so the
@@ -30,6 +32,13 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public init(path: String, size: TargetSize = .original, scale: Double = 1,
                 priority: Priority = .normal, options: Options = []) {
         self.init(source: .file(path), size: size, scale: scale, priority: priority, options: options)
+    }
+
+    /// A request for the image at `url`: `http(s)://` is downloaded (through
+    /// the disk cache when one is configured), `file://` is read from disk.
+    public init(url: URL, size: TargetSize = .original, scale: Double = 1,
+                priority: Priority = .normal, options: Options = []) {
+        self.init(source: .url(url), size: size, scale: scale, priority: priority, options: options)
     }
 
     /// The order in which waiting work is started: higher first, first come

@@ -17,8 +17,9 @@ final class JobGraph: Sendable {
     /// Test hook: called on the decode thread as each decode or downscale starts.
     let decodeObserver = Mutex<(@Sendable (ImageCacheKey) -> Void)?>(nil)
 
+    /// The data loader in use (`Configuration.makeDataLoader()`).
+    let loader: any ImageDataLoading
     private let decoder: ImageDecoder
-    private let loader: any ImageDataLoading
     private let resizesFromLargerCachedImages: Bool
     private let threads: DecodeThreadPool
     private let state = Mutex(State())
@@ -39,7 +40,7 @@ final class JobGraph: Sendable {
     init(configuration: ImagePipeline.Configuration) {
         memoryCache = configuration.memoryCache
         decoder = ImageDecoder(options: configuration.decodeOptions)
-        loader = configuration.dataLoader
+        loader = configuration.makeDataLoader()
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodeQueue = WorkQueue(maxConcurrent: configuration.decodeConcurrency)
         loadQueue = WorkQueue(maxConcurrent: configuration.dataLoadingConcurrency)
