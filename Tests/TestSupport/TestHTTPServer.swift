@@ -10,24 +10,24 @@ import Synchronization
 /// Every response closes its connection (`Connection: close`), so a request
 /// is always a new connection and the server can tell, per path, how many
 /// requests arrived and whether the client hung up before the body was sent.
-final class TestHTTPServer: Sendable {
+public final class TestHTTPServer: Sendable {
     /// A parsed request: method, path (without query), header names lowercased.
-    struct Request: Sendable {
-        var method: String
-        var path: String
-        var headers: [String: String]
-        func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var headers: [String: String]
+        public func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
 
     /// Where a response body comes from.
-    enum Body: Sendable {
+    public enum Body: Sendable {
         case data(Data)
         /// Streamed from a file in chunks: the server never holds it in memory.
         case file(String)
         /// `count` bytes of a repeating pattern, generated while sending.
         case pattern(count: Int)
 
-        var count: Int {
+        public var count: Int {
             switch self {
             case .data(let data): return data.count
             case .file(let path): return ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
@@ -37,7 +37,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// How the connection ends after the bytes that are sent.
-    enum Ending: Sendable {
+    public enum Ending: Sendable {
         /// An orderly close (FIN).
         case close
         /// An abortive close (RST): SO_LINGER with a zero timeout.
@@ -45,37 +45,51 @@ final class TestHTTPServer: Sendable {
     }
 
     /// A scripted response.
-    struct Response: Sendable {
-        var status: Int = 200
-        var headers: [(String, String)] = []
-        var body: Body = .data(Data())
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public var body: Body
         /// The Content-Length sent: nil sends the real length; `.some(nil)` sends
         /// none (the body ends when the connection closes).
-        var declaredLength: Int?? = nil
+        public var declaredLength: Int??
         /// Bytes per write.
-        var chunkSize: Int = 64 * 1024
+        public var chunkSize: Int
         /// Pause before the status line.
-        var headerDelay: TimeInterval = 0
+        public var headerDelay: TimeInterval
         /// Pause between body chunks.
-        var chunkDelay: TimeInterval = 0
+        public var chunkDelay: TimeInterval
         /// Stop sending after this many body bytes (a body cut short).
-        var cutAfter: Int? = nil
-        var ending: Ending = .close
+        public var cutAfter: Int?
+        public var ending: Ending
 
-        static func ok(_ data: Data, contentType: String = "image/jpeg", headers: [(String, String)] = []) -> Response {
+        public init(status: Int = 200, headers: [(String, String)] = [], body: Body = .data(Data()),
+                    declaredLength: Int?? = nil, chunkSize: Int = 64 * 1024, headerDelay: TimeInterval = 0,
+                    chunkDelay: TimeInterval = 0, cutAfter: Int? = nil, ending: Ending = .close) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.declaredLength = declaredLength
+            self.chunkSize = chunkSize
+            self.headerDelay = headerDelay
+            self.chunkDelay = chunkDelay
+            self.cutAfter = cutAfter
+            self.ending = ending
+        }
+
+        public static func ok(_ data: Data, contentType: String = "image/jpeg", headers: [(String, String)] = []) -> Response {
             Response(status: 200, headers: [("Content-Type", contentType)] + headers, body: .data(data))
         }
 
-        static func status(_ code: Int, body: String = "") -> Response {
+        public static func status(_ code: Int, body: String = "") -> Response {
             Response(status: code, headers: [("Content-Type", "text/plain")], body: .data(Data(body.utf8)))
         }
 
-        static func redirect(to location: String, status: Int = 302) -> Response {
+        public static func redirect(to location: String, status: Int = 302) -> Response {
             Response(status: status, headers: [("Location", location)])
         }
     }
 
-    typealias Handler = @Sendable (Request) -> Response
+    public typealias Handler = @Sendable (Request) -> Response
 
     private struct State {
         var routes: [String: Handler] = [:]
@@ -89,10 +103,10 @@ final class TestHTTPServer: Sendable {
     private let state = Mutex(State())
     private let listener: Int32
     /// The port the server listens on (chosen by the kernel).
-    let port: UInt16
+    public let port: UInt16
 
     /// Binds 127.0.0.1 on an ephemeral port and starts accepting.
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var one: Int32 = 1
@@ -122,34 +136,34 @@ final class TestHTTPServer: Sendable {
     deinit { stop() }
 
     /// The URL of `path` on this server.
-    func url(_ path: String) -> URL {
+    public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 
     /// Scripts `path` (exact match, query ignored).
-    func route(_ path: String, _ handler: @escaping Handler) {
+    public func route(_ path: String, _ handler: @escaping Handler) {
         state.withLock { $0.routes[path] = handler }
     }
 
     /// Scripts `path` with a fixed response.
-    func route(_ path: String, _ response: Response) {
+    public func route(_ path: String, _ response: Response) {
         route(path) { _ in response }
     }
 
     /// Requests received for `path` so far.
-    func requests(_ path: String) -> [Request] {
+    public func requests(_ path: String) -> [Request] {
         state.withLock { $0.requests[path] ?? [] }
     }
 
-    func requestCount(_ path: String) -> Int { requests(path).count }
+    public func requestCount(_ path: String) -> Int { requests(path).count }
 
-    var totalRequestCount: Int { state.withLock { $0.requests.values.reduce(0) { $0 + $1.count } } }
+    public var totalRequestCount: Int { state.withLock { $0.requests.values.reduce(0) { $0 + $1.count } } }
 
     /// How often the client hung up on `path` before the whole response was sent.
-    func clientCloseCount(_ path: String) -> Int { state.withLock { $0.clientCloses[path] ?? 0 } }
+    public func clientCloseCount(_ path: String) -> Int { state.withLock { $0.clientCloses[path] ?? 0 } }
 
     /// Waits (polling) until `condition` holds or `timeout` passes.
-    func wait(timeout: TimeInterval = 30, until condition: (TestHTTPServer) -> Bool) -> Bool {
+    public func wait(timeout: TimeInterval = 30, until condition: (TestHTTPServer) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition(self) { return true }
@@ -159,7 +173,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Stops accepting, aborts open connections and waits (bounded) for their threads.
-    func stop() {
+    public func stop() {
         let open: [Int32] = state.withLock { state in
             guard !state.stopped else { return [] }
             state.stopped = true
