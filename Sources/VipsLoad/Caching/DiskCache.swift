@@ -486,7 +486,8 @@ public final class DiskCache: Sendable {
     private func linkForReading(_ bodyPath: String) -> (path: String, owned: Bool)? {
         let linkPath = temporaryDirectory + "/r-" + StreamingFileWriter.randomName()
         if link(bodyPath, linkPath) == 0 { return (linkPath, true) }
-        if errno == ENOENT { return nil }
+        // ENOENT is the body gone, or the temporary folder (then the body is read in place).
+        if errno == ENOENT, access(bodyPath, F_OK) != 0 { return nil }
         return access(bodyPath, R_OK) == 0 ? (bodyPath, false) : nil
     }
 

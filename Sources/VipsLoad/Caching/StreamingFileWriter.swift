@@ -35,7 +35,9 @@ final class StreamingFileWriter: Sendable {
         var candidate = ""
         for _ in 0..<8 {
             candidate = directory + "/" + namePrefix + Self.randomName()
-            fd = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            // Readable too, so the bytes can be copied elsewhere through this
+            // descriptor even after the file's name has been deleted.
+            fd = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 || errno != EEXIST { break }
         }
         guard fd >= 0 else {
@@ -86,19 +88,21 @@ final class StreamingFileWriter: Sendable {
     }
 
     /// Appends the bytes written to this file so far to `other` (after a
-    /// failed write, only the bytes counted as written).
+    /// failed write, only the bytes counted as written). Reads through the
+    /// open descriptor, so it works after the file's name was deleted; not
+    /// after `finish()`.
     func copyWritten(to other: StreamingFileWriter) throws(VipsError) {
-        let count = byteCount
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw VipsError(.io, "cannot reopen \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let (fd, count) = state.withLock { ($0.fd, $0.byteCount) }
+        guard fd >= 0 else { throw VipsError(.io, "\(path): copy after close") }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var offset = 0
         while offset < count {
             let want = min(buffer.count, count - offset)
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
             if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw VipsError(.io, "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "file shorter than written")") }
+            guard n > 0 else {
+                throw VipsError(.io, "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "shorter than written")")
+            }
             let written: Result<Void, VipsError> = buffer.withUnsafeBytes { bytes in
                 do throws(VipsError) {
                     try other.write(UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
@@ -109,6 +113,16 @@ final class StreamingFileWriter: Sendable {
             }
             try written.get()
             offset += n
+        }
+    }
+
+    /// Whether the file's name has been deleted while it was open (its
+    /// folder removed): its bytes are then reachable only through this writer.
+    var isUnlinked: Bool {
+        state.withLock { state in
+            guard state.fd >= 0 else { return false }
+            var info = stat()
+            return fstat(state.fd, &info) == 0 && info.st_nlink == 0
         }
     }
 

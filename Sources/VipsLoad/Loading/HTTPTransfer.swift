@@ -256,7 +256,24 @@ final class HTTPTransfer: Sendable {
                    cancellingTask: false)
             return
         }
-        finish(.success(.body(response: response, file: sink.file, sink: sink)), cancellingTask: false)
+        var delivered = sink
+        if sink.fallback != nil, sink.file.isUnlinked {
+            // The cache folder was deleted while the body streamed into it:
+            // the bytes survive only in the open file, so they move out.
+            do throws(VipsError) {
+                delivered = try sink.relocated(after: VipsError(.io, "\(sink.file.path) was deleted while being written"))
+            } catch {
+                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: false)
+                return
+            }
+            let current = state.withLock { state -> Bool in
+                guard !state.finished else { return false }
+                state.sink = delivered
+                return true
+            }
+            if !current { delivered.file.discard() }
+        }
+        finish(.success(.body(response: response, file: delivered.file, sink: delivered)), cancellingTask: false)
     }
 
     // MARK: - Ending
