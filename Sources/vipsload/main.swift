@@ -21,7 +21,7 @@ guard let command = arguments.first else {
 }
 arguments.removeFirst()
 
-let commands: [String: ([String]) throws(ArgumentParser.UsageError) -> Int32] = [
+let commands: [String: ([String]) async throws(ArgumentParser.UsageError) -> Int32] = [
     "info": InfoCommand.run,
     "thumb": ThumbCommand.run,
     "corpus": CorpusCommand.run,
@@ -44,7 +44,7 @@ guard let run = commands[command] else {
     exit(2)
 }
 do {
-    exit(try run(arguments))
+    exit(try await run(arguments))
 } catch {
     Terminal.err("vipsload \(command): \(error.description)\nRun 'vipsload \(command) --help' for usage.")
     exit(2)

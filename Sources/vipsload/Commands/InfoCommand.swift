@@ -26,18 +26,18 @@ enum InfoCommand {
         var failed = false
         for item in InputCollector.collect(parsed.positional) {
             do {
-                let info = try decoder.info(.file(item.path))
-                Terminal.out(json ? jsonLine(item.path, info) : textLine(item.path, info))
+                let info = try decoder.info(.file(item.input))
+                Terminal.out(json ? jsonLine(item.input, info) : textLine(item.input, info))
             } catch {
                 failed = true
                 if json {
                     Terminal.out(Terminal.jsonObject([
-                        ("input", JSONText.string(item.path)),
+                        ("input", JSONText.string(item.input)),
                         ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
                                                        ("message", JSONText.string(error.message))])),
                     ]))
                 } else {
-                    Terminal.out("\(item.path): error: \(error.kind): \(error.message)")
+                    Terminal.out("\(item.input): error: \(error.kind): \(error.message)")
                 }
             }
         }
