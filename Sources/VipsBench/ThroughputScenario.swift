@@ -19,11 +19,12 @@ public enum ThroughputScenario {
                            progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "throughput")
         ProcessStats.resetPeakRSS()
-        var totalImages = 0, totalSeconds = 0.0
+        var totalImages = 0, totalSeconds = 0.0, scenarioPeak = 0
         for corpusClass in classes where !corpusClass.files.isEmpty {
             progress("throughput: \(corpusClass.name)")
             let measurement = await measure(corpusClass, settings: settings)
             totalImages += corpusClass.files.count
+            scenarioPeak = max(scenarioPeak, measurement.peakRSS)
             totalSeconds += Double(corpusClass.files.count) / max(measurement.imagesPerSecond, 1e-9)
             var row: ScenarioReport.Fields = [
                 ("class", .text(corpusClass.name)),
@@ -54,7 +55,7 @@ public enum ThroughputScenario {
             ("concurrency", .int(settings.concurrency)),
             ("repeats", .int(settings.repeats)),
             ("imagesPerSecond", .number(totalSeconds > 0 ? Double(totalImages) / totalSeconds : 0, digits: 1)),
-            ("peakRSSMB", .number(Double(ProcessStats.peakRSS) / 1_048_576, digits: 0)),
+            ("peakRSSMB", .number(Double(scenarioPeak) / 1_048_576, digits: 0)),
         ]
         if settings.compare {
             report.notes.append("ratio = VipsLoad images/s ÷ vipsthumbnail images/s, both measured in this run "

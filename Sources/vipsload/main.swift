@@ -14,6 +14,9 @@ let usage = """
     Run 'vipsload <command> --help' for a command's options.
     """
 
+// Lower, flatter peak RSS when decoding on several threads (see the method's documentation).
+VipsRuntime.tuneAllocatorForImageWork()
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
     Terminal.err(usage)
