@@ -22,6 +22,7 @@ final class DiskCacheFaultTests: NetworkTestCase {
     private func mountCacheFileSystem(size: Int) throws -> ScratchFileSystem {
         let fileSystem = try ScratchFileSystem(size: size)
         scratch = fileSystem
+        try? FileManager.default.removeItem(at: cacheDirectory)
         cacheDirectory = fileSystem.root.appendingPathComponent("cache", isDirectory: true)
         return fileSystem
     }
