@@ -18,7 +18,10 @@ import Glibc
 /// modified once visible, and each reader gets a hard link to the body, so a
 /// concurrent replacement or eviction cannot pull the file from under a
 /// decoder. Every read checks the body against the metadata; a corrupt or
-/// truncated entry is deleted and reported as a miss, never served.
+/// truncated entry is deleted and reported as a miss, never served. A write
+/// the file system refuses (full, read-only) leaves nothing partial behind
+/// and is counted in `metrics.writeFailures`; a folder deleted while the
+/// cache is open is recreated by the next write.
 public final class DiskCache: Sendable {
     /// A verified entry and its bytes, ready for the decoder.
     public struct Hit: Sendable {

@@ -18,6 +18,9 @@ import Synchronization
 /// - With a `DiskCache`: fresh entries are served without a request, stale
 ///   ones are revalidated (`If-None-Match` / `If-Modified-Since`) and reused on
 ///   `304`, following `Cache-Control`, `Expires` and `no-store`.
+/// - A cache the file system refuses (disk full, read-only, folder deleted)
+///   costs the caching, not the image: the body moves to a temporary file and
+///   is delivered uncached, without a second download.
 public final class HTTPDataLoader: ImageDataLoading {
     public let configuration: Configuration
     private let session: URLSession
