@@ -105,27 +105,10 @@ enum ThumbCommand {
             case .invalidURL: progress.report(failure: "vipsload thumb: \(job.item.input): \(VipsError.Kind.invalidArgument): not a valid URL")
             }
         }
-        // Downloads start first and proceed while the files are decoded.
-        let pipeline = downloads.isEmpty ? nil : makePipeline(settings, cacheFolder: parsed.value("cache-dir"))
-        let batch = pipeline?.images(for: downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) })
+        // Downloads (and their results) proceed while the files are decoded.
+        async let downloaded: Void = thumbnailURLs(downloads, settings, cacheFolder: parsed.value("cache-dir"), progress)
         await thumbnailFiles(files, settings, progress)
-        if let batch {
-            for await result in batch {
-                let job = downloads[result.index].0
-                do throws(VipsError) {
-                    let bitmap: Bitmap
-                    switch result.result {
-                    case .success(let decoded): bitmap = decoded
-                    case .failure(let error as VipsError): throw error
-                    case .failure(let error): throw VipsError(.internal, "\(error)")
-                    }
-                    try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
-                    progress.finished(failed: false)
-                } catch {
-                    progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
-                }
-            }
-        }
+        await downloaded
         Terminal.endProgress()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let (done, failed) = progress.counts
@@ -159,6 +142,30 @@ enum ThumbCommand {
                     }
                 }
                 continuation.resume()
+            }
+        }
+    }
+
+    /// Downloads and decodes every URL through a pipeline, and encodes and
+    /// writes each thumbnail as its bitmap arrives; returns when all are done.
+    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cacheFolder: String?,
+                                      _ progress: Progress) async {
+        guard !downloads.isEmpty else { return }
+        let pipeline = makePipeline(settings, cacheFolder: cacheFolder)
+        let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
+        for await result in pipeline.images(for: requests) {
+            let job = downloads[result.index].0
+            do throws(VipsError) {
+                let bitmap: Bitmap
+                switch result.result {
+                case .success(let decoded): bitmap = decoded
+                case .failure(let error as VipsError): throw error
+                case .failure(let error): throw VipsError(.internal, "\(error)")
+                }
+                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
+                progress.finished(failed: false)
+            } catch {
+                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
             }
         }
     }
