@@ -395,7 +395,8 @@ public final class DiskCache: Sendable {
         /// The file system refused the entry at `path` (and the entry is not visible).
         func refused(_ error: VipsError, bytesAt path: String, readerLink: String? = nil) throws(VipsError) -> CommitOutcome {
             noteWriteFailure()
-            if keepingBytes {
+            // Bytes whose folder was deleted meanwhile are gone: then the error is all there is.
+            if keepingBytes, access(readerLink ?? path, F_OK) == 0 {
                 if let readerLink {
                     unlink(path)
                     return .uncached(ImageData(input: .file(readerLink), byteCount: summary.byteCount, removingFileOnRelease: true),
