@@ -6,6 +6,11 @@ public struct BenchmarkSettings: Sendable {
     /// The scenarios, in the order they run.
     public enum Scenario: String, Sendable, CaseIterable {
         case throughput, warm, coalesce, scroll, scale
+        /// Minutes of mixed requests; only when asked for by name.
+        case soak
+
+        /// What runs when no scenario is named.
+        public static let standard: [Scenario] = [.throughput, .warm, .coalesce, .scroll, .scale]
     }
 
     /// Thumbnail box side in pixels. Default 256.
@@ -15,7 +20,7 @@ public struct BenchmarkSettings: Sendable {
     public var concurrency: Int
     /// Repeats of each timed measurement; medians are reported. Default 3.
     public var repeats: Int
-    /// Scenarios to run. Default all.
+    /// Scenarios to run. Default `Scenario.standard` (all but `soak`).
     public var scenarios: [Scenario]
     /// Also run `vipsthumbnail` on the same files in the same run and print the ratio. Default false.
     public var compare: Bool
@@ -31,11 +36,13 @@ public struct BenchmarkSettings: Sendable {
     public var coalesceRequests: Int
     /// Memory-cache hits measured per `warm` measurement. Default 2,000,000.
     public var warmHits: Int
+    /// Requests in the `soak` scenario. Default 100,000.
+    public var soakRequests: Int
 
     public init(size: Int = 256, concurrency: Int = ProcessInfo.processInfo.activeProcessorCount, repeats: Int = 3,
-                scenarios: [Scenario] = Scenario.allCases, compare: Bool = false, scaleSteps: [Int] = [1, 4, 16],
+                scenarios: [Scenario] = Scenario.standard, compare: Bool = false, scaleSteps: [Int] = [1, 4, 16],
                 scrollRowsPerSecond: Double = 120, scrollRows: Int = 240, scrollSlots: Int = 12,
-                coalesceRequests: Int = 500, warmHits: Int = 2_000_000) {
+                coalesceRequests: Int = 500, warmHits: Int = 2_000_000, soakRequests: Int = 100_000) {
         self.size = size
         self.concurrency = max(1, concurrency)
         self.repeats = max(1, repeats)
@@ -47,6 +54,7 @@ public struct BenchmarkSettings: Sendable {
         self.scrollSlots = scrollSlots
         self.coalesceRequests = coalesceRequests
         self.warmHits = warmHits
+        self.soakRequests = max(1, soakRequests)
     }
 }
 

@@ -29,7 +29,7 @@ public struct ScenarioReport: Sendable {
             }
         }
 
-        var display: String {
+        public var display: String {
             switch self {
             case .int(let value): return String(value)
             case .number(let value, let digits): return value.isFinite ? String(format: "%.\(digits)f", value) : "-"

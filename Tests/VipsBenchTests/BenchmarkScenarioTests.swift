@@ -90,3 +90,23 @@ final class BenchmarkScenarioTests: XCTestCase {
         XCTAssertEqual(report.column("failures").compactMap(\.number), [0, 0])
     }
 }
+
+final class SoakScenarioTests: XCTestCase {
+    func testMixedRequestsLeaveNothingBehind() async {
+        var settings = BenchmarkSettings(size: 64, concurrency: 2, repeats: 1, soakRequests: 3_000)
+        settings.scenarios = [.soak]
+        var reports: [ScenarioReport] = []
+        await BenchmarkSuite.run(BenchmarkScenarioTests.classes, settings: settings) { reports.append($0) }
+        let report = reports[0]
+        func value(_ name: String) -> Double? { report.summaryValue(name)?.number }
+        XCTAssertEqual(value("unexpected"), 0, "failing inputs fail with VipsError, ladders never shrink: \(report.notes)")
+        XCTAssertEqual((value("succeeded") ?? 0) + (value("cancelled") ?? 0) + (value("failed") ?? 0), 3_000,
+                       "every request resumed exactly once")
+        XCTAssertGreaterThan(value("failed") ?? 0, 0, "the failing inputs were exercised")
+        XCTAssertGreaterThan(value("memoryHits") ?? 0, 0)
+        XCTAssertEqual(value("leakedTasks"), 0)
+        XCTAssertEqual(report.summaryValue("idleAfterwards")?.display, "yes")
+        XCTAssertEqual(value("cacheOverLimitSamples"), 0)
+        XCTAssertLessThanOrEqual(value("memoryCacheMB") ?? .infinity, value("memoryCacheLimitMB") ?? 0)
+    }
+}

@@ -23,18 +23,22 @@ enum BenchCommand {
                        time-to-visible p50/p95
           scale        throughput at 1x, 4x and 16x the corpus under distinct keys:
                        images/s and peak RSS per step
+          soak         (only when named) --soak-requests mixed requests: hits, misses,
+                       cancels, failures, ladders, batches; RSS at start, middle, end;
+                       leaked tasks (0); memory cache within its limit
 
           --size N           thumbnail box in pixels (default 256)
           --concurrency N    decodes at once (default: the number of cores)
           --repeat R         repeats of each timed measurement, medians reported (default 3)
-          --scenario NAME    run only this scenario (may be repeated as a comma list)
+          --scenario NAME    run only this scenario (or a comma-separated list)
+          --soak-requests N  requests in the soak scenario (default 100000)
           --compare          also run vipsthumbnail (libvips-tools, installed if missing)
                              on the same files in the same run and print the ratio
           --json             one JSON object per scenario on stdout (fields in the README)
         """
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
-        let parser = ArgumentParser(valueOptions: ["size", "concurrency", "repeat", "scenario"], flagOptions: ["compare", "json"])
+        let parser = ArgumentParser(valueOptions: ["size", "concurrency", "repeat", "scenario", "soak-requests"], flagOptions: ["compare", "json"])
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         guard parsed.positional.count <= 1 else { throw ArgumentParser.UsageError(description: "at most one DIR") }
@@ -43,6 +47,7 @@ enum BenchCommand {
         settings.concurrency = try parsed.int("concurrency", default: settings.concurrency, in: 1...256)
         settings.repeats = try parsed.int("repeat", default: settings.repeats, in: 1...100)
         settings.compare = parsed.flag("compare")
+        settings.soakRequests = try parsed.int("soak-requests", default: settings.soakRequests, in: 1...100_000_000)
         if let names = parsed.value("scenario") {
             settings.scenarios = []
             for name in names.split(separator: ",") {
