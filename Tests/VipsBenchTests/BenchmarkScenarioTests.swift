@@ -92,11 +92,15 @@ final class BenchmarkScenarioTests: XCTestCase {
 }
 
 final class SoakScenarioTests: XCTestCase {
-    func testMixedRequestsLeaveNothingBehind() async {
+    func testMixedRequestsLeaveNothingBehind() async throws {
+        // Its own tiny corpus: BenchmarkScenarioTests deletes its folder when that class finishes.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-soak-tests-\(getpid())")
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        let classes = try BenchmarkSuite.defaultClasses(scale: 0.05, folder: folder)
         var settings = BenchmarkSettings(size: 64, concurrency: 2, repeats: 1, soakRequests: 3_000)
         settings.scenarios = [.soak]
         var reports: [ScenarioReport] = []
-        await BenchmarkSuite.run(BenchmarkScenarioTests.classes, settings: settings) { reports.append($0) }
+        await BenchmarkSuite.run(classes, settings: settings) { reports.append($0) }
         let report = reports[0]
         func value(_ name: String) -> Double? { report.summaryValue(name)?.number }
         XCTAssertEqual(value("unexpected"), 0, "failing inputs fail with VipsError, ladders never shrink: \(report.notes)")
