@@ -36,8 +36,13 @@ final class DecodeThreadPool: Sendable {
             return state.threads
         }
         if let number = newThread {
-            let thread = Thread { [self] in self.work() }
-            thread.name = "\(name).\(number)"
+            let threadName = "\(name).\(number)"
+            let thread = Thread { [self] in
+                // Named from inside, as only the current thread's system name
+                // (what debuggers and /proc show, at most 15 bytes) can be set.
+                Thread.current.name = threadName
+                self.work()
+            }
             // libvips and its loaders may recurse deeply on odd files: give them room.
             thread.stackSize = 8 << 20
             thread.start()

@@ -43,7 +43,7 @@ final class JobGraph: Sendable {
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodeQueue = WorkQueue(maxConcurrent: configuration.decodeConcurrency)
         loadQueue = WorkQueue(maxConcurrent: configuration.dataLoadingConcurrency)
-        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency, name: "vipsload.decode")
+        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency, name: "vipsload.dec")
     }
 
     deinit {
