@@ -21,6 +21,8 @@ extension ImagePipeline {
         /// Default true.
         public var resizesFromLargerCachedImages: Bool
 
+        /// A configuration; each parameter defaults as its property documents.
+        /// Concurrencies below 1 are raised to 1.
         public init(decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                     dataLoadingConcurrency: Int = 6,
                     dataLoader: any ImageDataLoading = DataLoader(),

@@ -20,7 +20,7 @@ final class JobGraph: Sendable {
     private let decoder: ImageDecoder
     private let loader: any ImageDataLoading
     private let resizesFromLargerCachedImages: Bool
-    private let threads: DecodeThreadPool
+    let threads: DecodeThreadPool
     private let state = Mutex(State())
 
     private struct State {
@@ -43,7 +43,7 @@ final class JobGraph: Sendable {
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodeQueue = WorkQueue(maxConcurrent: configuration.decodeConcurrency)
         loadQueue = WorkQueue(maxConcurrent: configuration.dataLoadingConcurrency)
-        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency, name: "vipsload.dec")
+        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency)
     }
 
     deinit {
