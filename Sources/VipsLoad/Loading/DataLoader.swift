@@ -19,6 +19,7 @@ public struct DataLoader: ImageDataLoading {
     /// The remote loader's counters.
     public var networkMetrics: HTTPLoaderMetrics? { remoteLoader?.networkMetrics }
 
+    /// The bytes of `source`: a checked file for libvips to read, the data itself, or the remote loader's result.
     public func loadData(for source: ImageSource) async throws -> ImageData {
         try Task.checkCancellation()
         switch source {

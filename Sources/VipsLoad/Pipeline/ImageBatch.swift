@@ -20,6 +20,7 @@ public struct ImageBatch: AsyncSequence, Sendable {
         Iterator(base: stream.makeAsyncIterator(), lifetime: lifetime)
     }
 
+    /// Iterates the results; holding it keeps the batch's requests alive.
     public struct Iterator: AsyncIteratorProtocol {
         private var base: AsyncStream<Element>.Iterator
         private let lifetime: Lifetime

@@ -5,6 +5,7 @@ extension ImagePipeline {
     public struct BatchResult: Sendable {
         /// The request's position in the array passed to `images(for:)`.
         public let index: Int
+        /// The request at `index`.
         public let request: ImageRequest
         /// The bitmap, or the error (`CancellationError` for a cancelled request).
         public let result: Result<Bitmap, any Error>

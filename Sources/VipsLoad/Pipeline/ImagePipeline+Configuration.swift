@@ -44,6 +44,9 @@ extension ImagePipeline {
         /// Default true.
         public var resizesFromLargerCachedImages: Bool
 
+        /// A configuration; each parameter defaults as its property documents.
+        /// Concurrencies below 1 are raised to 1.
+        ///
         /// - Parameter diskCache: when given, replaces `http.diskCache`.
         public init(decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                     dataLoadingConcurrency: Int = 6,

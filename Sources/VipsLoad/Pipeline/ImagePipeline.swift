@@ -23,6 +23,8 @@ public final class ImagePipeline: Sendable {
     /// A pipeline with the default configuration, for apps that need one.
     public static let shared = ImagePipeline()
 
+    /// A pipeline with its own queues, threads and (unless shared through the
+    /// configuration) memory cache. Default: `Configuration()`.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         graph = JobGraph(configuration: configuration)

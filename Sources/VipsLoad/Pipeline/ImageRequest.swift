@@ -19,6 +19,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// Cache and decode options. Default none.
     public var options: Options
 
+    /// A request for `source`; every parameter but the source has its documented default.
     public init(source: ImageSource, size: TargetSize = .original, scale: Double = 1,
                 priority: Priority = .normal, options: Options = []) {
         self.source = source

@@ -19,6 +19,7 @@ public struct ProgressiveImages: AsyncSequence, Sendable {
         Iterator(base: stream.makeAsyncIterator(), lifetime: lifetime)
     }
 
+    /// Iterates the steps; holding it keeps the pending steps alive.
     public struct Iterator: AsyncIteratorProtocol {
         private var base: AsyncThrowingStream<Element, any Error>.Iterator
         private let lifetime: Lifetime

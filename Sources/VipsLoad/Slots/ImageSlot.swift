@@ -45,6 +45,7 @@ public final class ImageSlot {
     /// Bumped by every `load`, so a late result can tell it is stale.
     private var generation = 0
 
+    /// An empty slot loading through `pipeline` (default: `ImagePipeline.shared`).
     public init(pipeline: ImagePipeline = .shared) {
         self.pipeline = pipeline
     }

@@ -19,25 +19,30 @@ final class DecodeThreadPool: Sendable {
 
     private let state = Mutex(State())
     private let available = DispatchSemaphore(value: 0)
+    /// Threads started and not yet ended (for tests).
+    let liveThreads = Atomic<Int>(0)
     private let maxThreads: Int
-    private let name: String
 
-    init(maxThreads: Int, name: String) {
+    /// Threads are not named: swift-corelibs-foundation applies a `Thread`
+    /// name unreliably on Linux, and `pthread_setname_np` is not visible to Swift.
+    init(maxThreads: Int) {
         self.maxThreads = max(1, maxThreads)
-        self.name = name
     }
 
     /// Runs `job` on one of the pool's threads.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        let newThread: Int? = state.withLock { state in
+        let newThread = state.withLock { state -> Bool in
             state.jobs.append(job)
-            guard state.threads < maxThreads else { return nil }
+            guard state.threads < maxThreads else { return false }
             state.threads += 1
-            return state.threads
+            return true
         }
-        if let number = newThread {
-            let thread = Thread { [self] in self.work() }
-            thread.name = "\(name).\(number)"
+        if newThread {
+            let thread = Thread { [self] in
+                liveThreads.add(1, ordering: .relaxed)
+                self.work()
+                liveThreads.subtract(1, ordering: .relaxed)
+            }
             // libvips and its loaders may recurse deeply on odd files: give them room.
             thread.stackSize = 8 << 20
             thread.start()

@@ -21,7 +21,7 @@ final class JobGraph: Sendable {
     let loader: any ImageDataLoading
     private let decoder: ImageDecoder
     private let resizesFromLargerCachedImages: Bool
-    private let threads: DecodeThreadPool
+    let threads: DecodeThreadPool
     private let state = Mutex(State())
 
     private struct State {
@@ -44,7 +44,7 @@ final class JobGraph: Sendable {
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodeQueue = WorkQueue(maxConcurrent: configuration.decodeConcurrency)
         loadQueue = WorkQueue(maxConcurrent: configuration.dataLoadingConcurrency)
-        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency, name: "vipsload.decode")
+        threads = DecodeThreadPool(maxThreads: configuration.decodeConcurrency)
     }
 
     deinit {
