@@ -30,6 +30,26 @@ static inline VipsImage *vl_load_source_scale(VipsSource *source, VipsAccess acc
     return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "scale", scale, NULL);
 }
 
+/* The same three, with one named loader (e.g. "jpegload_source") instead of
+   libvips' own guess from the bytes, which falls back to other loaders
+   (ImageMagick among them) when the expected one rejects the data. */
+static inline VipsImage *vl_load_named(const char *loader, VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, NULL) ? NULL : out;
+}
+
+static inline VipsImage *vl_load_named_shrink(const char *loader, VipsSource *source, VipsAccess access,
+                                              VipsFailOn fail_on, int shrink) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "shrink", shrink, NULL) ? NULL : out;
+}
+
+static inline VipsImage *vl_load_named_scale(const char *loader, VipsSource *source, VipsAccess access,
+                                             VipsFailOn fail_on, double scale) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "scale", scale, NULL) ? NULL : out;
+}
+
 /* ---- processing ---------------------------------------------------------- */
 
 static inline int vl_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size,

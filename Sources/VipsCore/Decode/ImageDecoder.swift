@@ -19,9 +19,9 @@ public struct ImageDecoder: Sendable {
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
         try VipsRuntime.start()
-        try admit(input)
+        let loader = try admit(input)
         return try input.withSource { source throws(VipsError) in
-            try probe(source, label: input.label).info
+            try probe(source, loader: loader, label: input.label).info
         }
     }
 
@@ -38,10 +38,10 @@ public struct ImageDecoder: Sendable {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        try admit(input)
+        let loader = try admit(input)
         return try input.withSource { source throws(VipsError) in
             let label = input.label
-            let header = try probe(source, label: label)
+            let header = try probe(source, loader: loader, label: label)
             guard let box = size.pixelBox(scale: scale) else {
                 return try finish(header.image, width: header.info.width, height: header.info.height,
                                   allowUpscale: allowUpscale, scale: scale, label: label)
@@ -91,8 +91,8 @@ public struct ImageDecoder: Sendable {
     private var decodeErrorKind: VipsError.Kind { .corruptData }
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
-    /// bytes, before any libvips loader runs.
-    private func admit(_ input: ImageInput) throws(VipsError) {
+    /// bytes, before any libvips loader runs; returns the one loader allowed to read them.
+    private func admit(_ input: ImageInput) throws(VipsError) -> String {
         let (size, prefix) = try input.sizeAndPrefix()
         let label = input.label
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
@@ -103,6 +103,10 @@ public struct ImageDecoder: Sendable {
         guard options.allowedFormats.contains(format) else {
             throw VipsError(.unsupportedFormat, "\(label): \(format) images are not allowed by the decoder's options")
         }
+        guard let loader = format.libvipsLoader, vips_type_find("VipsOperation", loader) != 0 else {
+            throw VipsError(.unsupportedFormat, "\(label): this libvips has no loader for \(format) images")
+        }
+        return loader
     }
 
     private struct Header {
@@ -111,12 +115,19 @@ public struct ImageDecoder: Sendable {
         let loader: String
     }
 
-    /// Opens the header (no pixels yet) and checks the limits.
-    private func probe(_ source: UnsafeMutablePointer<VipsSource>, label: String) throws(VipsError) -> Header {
-        let image = try VipsImageHandle.make(.corruptData, "\(label)") {
-            let loaded = vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn)
-            $0.pointee = loaded
-            return loaded == nil ? -1 : 0
+    /// Opens the header (no pixels yet) with `loader` and checks the limits.
+    private func probe(_ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String) throws(VipsError) -> Header {
+        let image: VipsImageHandle
+        do {
+            image = try VipsImageHandle.make(.corruptData, "\(label)") {
+                let loaded = vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn)
+                $0.pointee = loaded
+                return loaded == nil ? -1 : 0
+            }
+        } catch where Self.isBlocked(loader) {
+            // An allowed format whose libvips loader is marked untrusted (SVG, PDF, PPM, ...) and blocked.
+            throw VipsError(.unsupportedFormat, "\(label): libvips' \(loader) is blocked as untrusted "
+                                + "(VipsRuntime.setUntrustedLoadersAllowed)")
         }
         let loader = image.string("vips-loader") ?? "unknown"
         let orientation = min(8, max(1, image.int("orientation") ?? 1))
@@ -144,7 +155,7 @@ public struct ImageDecoder: Sendable {
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
+                let loaded = vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
                 $0.pointee = loaded
                 return loaded == nil ? -1 : 0
             }
@@ -156,10 +167,20 @@ public struct ImageDecoder: Sendable {
     /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
     private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
         try VipsImageHandle.make(.corruptData, label) {
-            let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+            let loaded = vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
             $0.pointee = loaded
             return loaded == nil ? -1 : 0
         }
+    }
+
+    /// Whether libvips blocks `loader` now (an untrusted loader while VipsRuntime blocks those).
+    private static func isBlocked(_ loader: String) -> Bool {
+        guard let operation = vips_operation_new(loader) else {
+            _ = VipsRuntime.takeErrorMessage(default: "")
+            return false
+        }
+        defer { g_object_unref(operation) }
+        return vips_operation_get_flags(operation).rawValue & VIPS_OPERATION_BLOCKED.rawValue != 0
     }
 
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
