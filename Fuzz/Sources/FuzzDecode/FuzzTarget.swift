@@ -8,7 +8,7 @@ import VipsCore
 // Besides "no crash", every run checks VipsCore's promises and traps when one
 // is broken, so the fuzzer reports logic errors too:
 // - a failure is always a typed `VipsError` (the API makes that a compile-time fact);
-// - anything accepted was sniffed as an allowed format and respects the limits;
+// - anything accepted was sniffed as an allowed format, read by that format's loader, and respects the limits;
 // - a bitmap is 8-bit RGB/RGBA, its byte count matches its size, and it fits the box asked for;
 // - nothing decodes whose header probe failed (the probe is the one gate for limits).
 
@@ -70,6 +70,10 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     }
     guard let sniffed, ImageFormat.defaultAllowed.contains(sniffed) else {
         violated("probe accepted bytes sniffed as \(String(describing: sniffed))")
+    }
+    // The loader that read the header is the one for the sniffed format (libvips reads AVIF with its HEIF loader).
+    guard info.format == sniffed || (info.format == .heif && sniffed == .avif) else {
+        violated("bytes sniffed as \(sniffed) were read as \(info.format)")
     }
     guard info.width > 0, info.height > 0, info.width <= limits.maxDimension, info.height <= limits.maxDimension,
           info.pixelCount <= limits.maxPixelCount, info.pages >= 1, info.pages <= limits.maxPages,
