@@ -1,3 +1,4 @@
+import CLibFuzzer
 import Foundation
 import VipsCore
 
@@ -10,7 +11,9 @@ import VipsCore
 // - a failure is always a typed `VipsError` (the API makes that a compile-time fact);
 // - anything accepted was sniffed as an allowed format, read by that format's loader, and respects the limits;
 // - a bitmap is 8-bit RGB/RGBA, its byte count matches its size, and it fits the box asked for;
-// - nothing decodes whose header probe failed (the probe is the one gate for limits).
+// - nothing decodes whose header probe failed (the probe is the one gate for limits);
+// - every libvips object made for an input is released when the call returns, success
+//   or failure (libvips keeps them in a global table, so LeakSanitizer cannot see these).
 
 /// Limits small enough that the fuzzer spends its time parsing, not allocating:
 /// at most 4 MP (16 MB of RGBA) per page and 1 MiB of input.
@@ -49,6 +52,13 @@ private func check(_ bitmap: Bitmap, fits side: Int?, _ what: String) {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+    decodeAll(bytes, count)
+    let live = FuzzLiveVipsObjects()
+    if live != 0 { violated("\(live) libvips objects still alive after the input") }
+    return 0
+}
+
+private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
     let input = ImageInput.data(data)
     let sniffed = ImageFormat.sniff(data)
@@ -66,7 +76,7 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
         if let sniffed, untrusted.contains(sniffed), let bitmap = try? everything.decode(input, size: .maxPixelSize(64)) {
             violated("untrusted \(sniffed) decoded to \(bitmap.width)×\(bitmap.height) with loaders blocked")
         }
-        return 0
+        return
     }
     guard let sniffed, ImageFormat.defaultAllowed.contains(sniffed) else {
         violated("probe accepted bytes sniffed as \(String(describing: sniffed))")
@@ -95,5 +105,4 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     }
     // Full size, only when small: the path without any shrink.
     if info.pixelCount <= 65_536, let bitmap = try? lenient.decode(input) { check(bitmap, fits: nil, "original") }
-    return 0
 }

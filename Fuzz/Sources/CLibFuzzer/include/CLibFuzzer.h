@@ -11,6 +11,9 @@
 /* libFuzzer's entry for programs with their own main (LLVM >= 12); defined by the -sanitize=fuzzer runtime. */
 int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
 
+/* libvips objects (images, sources, operations) alive now: after each input it must be 0 again. */
+int FuzzLiveVipsObjects(void);
+
 /* Defined in Swift (FuzzTarget.swift, SeedCorpus.swift). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int FuzzDecodeWriteSeeds(const char *folder);
