@@ -180,6 +180,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual([sane.width, sane.height], [8, 6])
     }
 
+    func testHEIFClaimingHugeSizeFailsFromTheHeader() throws {
+        // 16,000² (256 MP) passes libheif's own limit (16384 a side) and is refused by ours;
+        // 60,000² is refused by libheif itself: a typed error either way, from the header.
+        try assertBombRefused(try HostileFiles.avif(claimingWidth: 16_000, height: 16_000), "16000² avif", kinds: [.tooLarge])
+        try assertBombRefused(try HostileFiles.avif(claimingWidth: 60_000, height: 60_000), "60000² avif",
+                              kinds: [.tooLarge, .corruptData])
+        // Unpatched, the stored file decodes: the refusal is the claimed size.
+        let sane = try decoder.decode(.data(try HostileFiles.avif(claimingWidth: 16, height: 11)))
+        XCTAssertEqual([sane.width, sane.height], [16, 11])
+    }
+
     func testSVGWithNestedEntityExpansionFailsFast() throws {
         let bomb = HostileFiles.billionLaughsSVG()
         // Default options: SVG is not an allowed format.
@@ -528,7 +539,45 @@ enum HostileFiles {
         ]
         return try specs.map { name, width, height, alpha, format in
             Sample(name: name, data: try ImageSynthesizer.data(width: width, height: height, seed: 11, alpha: alpha, format: format))
+        } + heifSamples()
+    }
+
+    /// A 16×11 AVIF (331 bytes) and a 16×11 HEIC in a 64×64 grid tile (604 bytes), made with
+    /// `vips copy small.png small.avif[Q=40,strip]` (and `.heic[compression=hevc]`): VipsCore
+    /// does not encode HEIF, so these two are stored.
+    static func heifSamples() throws -> [Sample] {
+        let encoded = [
+            ("tiny.avif", "AAAAHGZ0eXBhdmlmAAAAAGF2aWZtaWYxbWlhZgAAAOptZXRhAAAAAAAAACFoZGxyAAAAAAAAAABwaWN0AAAAAAAAAAAAAAAA" +
+             "AAAAAA5waXRtAAAAAAABAAAAImlsb2MAAAAAREAAAQABAAAAAAEOAAEAAAAAAAAAPQAAACNpaW5mAAAAAAABAAAAFWluZmUC" +
+             "AAAAAAEAAGF2MDEAAAAAamlwcnAAAABLaXBjbwAAABNjb2xybmNseAACAAIABoAAAAAMYXYxQ4EADAAAAAAUaXNwZQAAAAAA" +
+             "AAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAXaXBtYQAAAAAAAAABAAEEgYIDhAAAAEVtZGF0EgAKCRgM/pggQEDQgDIuGYAA" +
+             "AFAvT5NJq6TpP0zfQNrEGzsrDr1I2RwStUcyTgM7k1ejb0wlOVxZV6W5WA=="),
+            ("grid.heic", "AAAAGGZ0eXBoZWljAAAAAG1pZjFoZWljAAABrW1ldGEAAAAAAAAAIWhkbHIAAAAAAAAAAHBpY3QAAAAAAAAAAAAAAAAAAAAA" +
+             "DnBpdG0AAAAAAAIAAAAQaWRhdAAAAAAAEAALAAAAOGlsb2MBAAAAREAAAgABAAAAAAAAAc0AAQAAAAAAAACPAAIAAQAAAAAA" +
+             "AAABAAAAAAAAAAgAAAA4aWluZgAAAAAAAgAAABVpbmZlAgAAAQABAABodmMxAAAAABVpbmZlAgAAAAACAABncmlkAAAAANhp" +
+             "cHJwAAAAtmlwY28AAAB2aHZjQwEDcAAAAAAAAAAAAB7wAPz9+PgAAA8DIAABABhAAQwB//8DcAAAAwCQAAADAAADAB66AkAh" +
+             "AAEAKkIBAQNwAAADAJAAAAMAAAMAHqAggQWW6q6a5uBAQMCAAAADAIAAAAMAhCIAAQAGRAHBc8GJAAAAFGlzcGUAAAAAAAAA" +
+             "QAAAAEAAAAAUaXNwZQAAAAAAAAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAaaXBtYQAAAAAAAAACAAECgQIAAgIDhAAAABpp" +
+             "cmVmAAAAAAAAAA5kaW1nAAIAAQABAAAAl21kYXQAAACLKAGvUh7ZkND48e3yiTVc2KUn2W0c1x5y/0scyKkrjMlpizgsANew" +
+             "XsoW+xG2m0gFTwM+L/GiMII/i0Q4ydxRGt3xDV8d5tGWstjsSGx/a9yDxArbWXwSTeLaw6FKtevQjnJW9Px1nxrAs0VB/+bO" +
+             "AFbiwzZNhgYsI+Q2f19AufFDtXQ/0K5M/BPewA=="),
+        ]
+        return try encoded.map { name, base64 in
+            guard let data = Data(base64Encoded: base64) else { throw VipsError(.internal, "bad base64 for \(name)") }
+            return Sample(name: name, data: data)
         }
+    }
+
+    /// The stored AVIF with its image-size property (`ispe`) claiming `width` × `height`.
+    static func avif(claimingWidth width: Int, height: Int) throws -> Data {
+        var bytes = [UInt8](try heifSamples()[0].data)
+        let tag = Array("ispe".utf8)
+        guard let at = (0..<bytes.count - 16).first(where: { Array(bytes[$0..<$0 + 4]) == tag }) else {
+            throw VipsError(.internal, "no ispe box in the stored AVIF")
+        }
+        // "ispe", version and flags (4 bytes), then width and height as big-endian 32-bit.
+        bytes.replaceSubrange(at + 8..<at + 16, with: bigEndian32(width) + bigEndian32(height))
+        return Data(bytes)
     }
 
     /// Truncations at many offsets, single and multiple bit flips, wrong magic,
