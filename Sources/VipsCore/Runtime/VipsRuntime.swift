@@ -66,6 +66,15 @@ public enum VipsRuntime {
         return text.count > 1_000 ? String(text.prefix(1_000)) + "…" : text
     }
 
+    /// Empties the error buffer after a call that succeeded.
+    ///
+    /// Lenient decodes succeed with libjpeg's warnings ("premature end of
+    /// JPEG file") left in the buffer; kept, they would be taken as the reason
+    /// for the next failure, and could even decide its kind.
+    static func discardErrorMessages() {
+        vips_error_clear()
+    }
+
     // MARK: - Start-up
 
     private static let warnings = Atomic<Int>(0)
@@ -90,12 +99,16 @@ public enum VipsRuntime {
         vips_concurrency_set(1)
         // Hostile input is the normal case: untrusted loaders stay off unless asked.
         vips_block_untrusted_set(1)
-        // Route libvips' GLib warnings away from stderr and count them instead.
+        // Route libvips' GLib messages away from stderr; count the warnings.
+        // Info and debug messages (libvips narrating every thumbnail step)
+        // are swallowed without counting: they are not problems.
         let levels = GLogLevelFlags(
             rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue
                 | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue)
-        _ = g_log_set_handler("VIPS", levels, { _, _, _, _ in
-            VipsRuntime.warnings.add(1, ordering: .relaxed)
+        _ = g_log_set_handler("VIPS", levels, { _, level, _, _ in
+            if level.rawValue & G_LOG_LEVEL_WARNING.rawValue != 0 {
+                VipsRuntime.warnings.add(1, ordering: .relaxed)
+            }
         }, nil)
         return Startup(failure: nil)
     }()

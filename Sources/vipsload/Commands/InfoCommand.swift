@@ -1,3 +1,4 @@
+import VipsBench
 import VipsCore
 
 /// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
@@ -31,9 +32,9 @@ enum InfoCommand {
                 failed = true
                 if json {
                     Terminal.out(Terminal.jsonObject([
-                        ("input", Terminal.json(item.path)),
-                        ("error", Terminal.jsonObject([("kind", Terminal.json(error.kind.rawValue)),
-                                                       ("message", Terminal.json(error.message))])),
+                        ("input", JSONText.string(item.path)),
+                        ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
+                                                       ("message", JSONText.string(error.message))])),
                     ]))
                 } else {
                     Terminal.out("\(item.path): error: \(error.kind): \(error.message)")
@@ -51,10 +52,10 @@ enum InfoCommand {
 
     static func jsonLine(_ path: String, _ info: ImageInfo) -> String {
         Terminal.jsonObject([
-            ("input", Terminal.json(path)),
+            ("input", JSONText.string(path)),
             ("width", String(info.width)),
             ("height", String(info.height)),
-            ("format", Terminal.json(info.format.rawValue)),
+            ("format", JSONText.string(info.format.rawValue)),
             ("bands", String(info.bands)),
             ("hasAlpha", String(info.hasAlpha)),
             ("orientation", String(info.orientation)),
