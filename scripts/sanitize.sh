@@ -36,8 +36,10 @@ fi
 if [ "$which" = thread ] || [ "$which" = all ]; then
   filters=()
   has_tests VipsLoadTests && filters+=(--filter VipsLoadTests)
-  # The decoder's own concurrency under hostile input (a pipeline decodes in parallel).
-  has_tests VipsCoreTests && filters+=(--filter 'HostileInputTests.testHostileAndGoodInputsDecodedConcurrently')
+  # The decoder's own concurrency (a pipeline decodes in parallel), with good and hostile input.
+  if has_tests VipsCoreTests; then
+    filters+=(--filter 'VipsCoreTests.ConcurrencyTests' --filter 'HostileInputTests.testHostileAndGoodInputsDecodedConcurrently')
+  fi
   if ((${#filters[@]})); then
     echo "sanitize: ThreadSanitizer on ${filters[*]}" >&2
     TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=0:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
