@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // The libFuzzer harness of VipsLoad: a separate package, so the root package's
-// `swift build` never sees it. scripts/fuzz.sh builds it with
-// `-sanitize=fuzzer,address`, which instruments VipsCore as well.
+// `swift build` never sees it. scripts/fuzz.sh builds it (debug: the harness
+// uses `@testable import VipsCore`) with `-sanitize=fuzzer,address
+// -parse-as-library`, which instruments VipsCore as well.
 import PackageDescription
 
 let package = Package(

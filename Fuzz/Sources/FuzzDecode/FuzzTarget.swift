@@ -1,10 +1,12 @@
 import CLibFuzzer
 import Foundation
-import VipsCore
+// @testable: ProgressiveJPEGFilter, VipsCore's one hand-written parser, is internal (debug builds enable testing).
+@testable import VipsCore
 
 // libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,
 // header probe, thumbnail decode (lenient and strict, fast and quality
-// shrink-on-load), the DC-only path for progressive JPEGs, and in-memory resize.
+// shrink-on-load), the DC-only path for progressive JPEGs (through decode and
+// the filter alone), and in-memory resize.
 //
 // Besides "no crash", every run checks VipsCore's promises and traps when one
 // is broken, so the fuzzer reports logic errors too:
@@ -50,6 +52,18 @@ private func check(_ bitmap: Bitmap, fits side: Int?, _ what: String) {
     }
 }
 
+/// The DC-only filter on every input that starts like a JPEG, whatever libvips would say of it:
+/// cheap, pure Swift, so coverage guidance works on it directly. Its output must be a
+/// shortened JPEG (SOI … EOI, never longer than the input plus the EOI it appends).
+private func filterProgressiveJPEG(_ data: Data) {
+    guard data.starts(with: [0xFF, 0xD8]) else { return }
+    guard let shortened = data.withUnsafeBytes({ ProgressiveJPEGFilter.dcOnly($0) }) else { return }
+    guard shortened.starts(with: [0xFF, 0xD8]), shortened.suffix(2) == Data([0xFF, 0xD9]),
+          shortened.count <= data.count + 2 else {
+        violated("DC-only filter turned \(data.count) bytes into \(shortened.count) malformed bytes")
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     decodeAll(bytes, count)
@@ -60,6 +74,7 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
 
 private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
+    filterProgressiveJPEG(data)
     let input = ImageInput.data(data)
     let sniffed = ImageFormat.sniff(data)
 
