@@ -41,7 +41,10 @@ if command -v vips >/dev/null 2>&1; then
   vips copy "$root/seeds/rgb.png" "$root/seeds/rgb.heic[compression=hevc]" 2>/dev/null || true
 fi
 
-# Leak checking stays on; LSan suppressions cover only libvips/GLib one-time state.
+# A broken invariant is a Swift fatalError: let it reach libFuzzer's signal handler directly
+# (Swift's own backtracer reads foreign memory, which ASan would report instead).
+export SWIFT_BACKTRACE=enable=no
+# Leak checking stays on; LSan suppressions are commented in scripts/sanitizers/lsan.supp.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0}"
 
