@@ -630,9 +630,9 @@ enum HostileFiles {
 
     // MARK: Crafted headers
 
-    /// A real baseline JPEG whose frame header (SOF0) claims `width` × `height`.
-    static func jpeg(claimingWidth width: Int, height: Int) throws -> Data {
-        var bytes = [UInt8](try ImageSynthesizer.data(width: 16, height: 16, format: .jpeg(quality: 50)))
+    /// A real baseline JPEG (with EXIF `orientation`) whose frame header (SOF0) claims `width` × `height`.
+    static func jpeg(claimingWidth width: Int, height: Int, orientation: Int = 1) throws -> Data {
+        var bytes = [UInt8](try ImageSynthesizer.data(width: 16, height: 16, format: .jpeg(quality: 50, orientation: orientation)))
         guard let sof = (0..<bytes.count - 9).first(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 }) else {
             throw VipsError(.internal, "no SOF0 in the generated JPEG")
         }
