@@ -26,6 +26,7 @@ let package = Package(
         .executableTarget(name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
         .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore"], path: "Tests/VipsLoadTests"),
+        .testTarget(name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.
         .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload"], path: "Tests/CLITests"),
     ],

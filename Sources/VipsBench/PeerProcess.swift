@@ -1,7 +1,12 @@
 import Foundation
 
 /// Runs a peer tool as a child process and measures it: wall time and the
-/// child's peak resident memory (from `wait4`'s rusage).
+/// child's peak resident memory.
+///
+/// The peak comes from GNU time (`/usr/bin/time -f %M`), not from our own
+/// `wait4`: Linux carries a parent's RSS high-water mark into the children it
+/// spawns (it is recorded when the child execs), so a child of this large
+/// benchmark process would report our peak, not its own.
 public enum PeerProcess {
     public struct Measurement: Sendable {
         public let seconds: Double
@@ -9,7 +14,23 @@ public enum PeerProcess {
         public let status: Int32
     }
 
+    /// Runs `arguments` under GNU time (installed if missing) and returns its
+    /// wall time and peak RSS (0 when GNU time is unavailable).
+    public static func measure(_ arguments: [String]) throws -> Measurement {
+        guard ensure("/usr/bin/time", package: "time") else {
+            let plain = try run(arguments)
+            return Measurement(seconds: plain.seconds, peakRSS: 0, status: plain.status)
+        }
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-time-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: report) }
+        let timed = try run(["/usr/bin/time", "-f", "%M", "-o", report.path] + arguments)
+        let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        let kilobytes = text.split(whereSeparator: \.isNewline).last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        return Measurement(seconds: timed.seconds, peakRSS: kilobytes * 1024, status: timed.status)
+    }
+
     /// Runs `arguments` (the first is looked up on PATH), output discarded.
+    /// Its `peakRSS` is what `wait4` reports, which includes our own (see above).
     public static func run(_ arguments: [String]) throws -> Measurement {
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
@@ -33,8 +54,9 @@ public enum PeerProcess {
         return Measurement(seconds: seconds, peakRSS: Int(usage.ru_maxrss) * 1024, status: exitCode)
     }
 
-    /// Whether `tool` is on PATH.
+    /// Whether `tool` (a name on PATH, or an absolute path) can be run.
     public static func isAvailable(_ tool: String) -> Bool {
+        if tool.hasPrefix("/") { return access(tool, X_OK) == 0 }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         return path.split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
     }

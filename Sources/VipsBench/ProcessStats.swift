@@ -1,10 +1,16 @@
 import Foundation
+import Synchronization
 
 /// Resource figures of this process, read from the kernel: peak and current
 /// resident memory, CPU time. Linux-only (`/proc`), which is what VipsLoad targets.
 public enum ProcessStats {
     /// Peak resident set size in bytes since start or the last `resetPeakRSS()` (VmHWM).
     public static var peakRSS: Int { statusField("VmHWM") }
+
+    /// Peak resident set size in bytes over the whole process life, across `resetPeakRSS()` calls.
+    public static var peakRSSSinceStart: Int { max(highestBeforeReset.load(ordering: .relaxed), peakRSS) }
+
+    private static let highestBeforeReset = Atomic<Int>(0)
 
     /// Current resident set size in bytes (VmRSS).
     public static var currentRSS: Int { statusField("VmRSS") }
@@ -14,6 +20,8 @@ public enum ProcessStats {
     /// when the kernel refuses, in which case peaks are cumulative.
     @discardableResult
     public static func resetPeakRSS() -> Bool {
+        let peak = peakRSS
+        _ = highestBeforeReset.max(peak, ordering: .relaxed)
         guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
         defer { try? handle.close() }
         do { try handle.write(contentsOf: Data("5".utf8)) } catch { return false }

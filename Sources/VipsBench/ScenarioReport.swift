@@ -20,6 +20,15 @@ public struct ScenarioReport: Sendable {
             }
         }
 
+        /// The value as a number (nil for text).
+        public var number: Double? {
+            switch self {
+            case .int(let value): return Double(value)
+            case .number(let value, _): return value
+            case .text: return nil
+            }
+        }
+
         var display: String {
             switch self {
             case .int(let value): return String(value)
@@ -44,6 +53,12 @@ public struct ScenarioReport: Sendable {
         self.rows = rows
         self.notes = notes
     }
+
+    /// A summary field by name.
+    public func summaryValue(_ name: String) -> Value? { summary.first { $0.0 == name }?.1 }
+
+    /// The named field of every row, in row order.
+    public func column(_ name: String) -> [Value] { rows.compactMap { row in row.first { $0.0 == name }?.1 } }
 
     /// The report as one line of JSON: `{"scenario": ..., <summary fields>, "rows": [...]}`.
     public var json: String {

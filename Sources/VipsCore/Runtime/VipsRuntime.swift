@@ -40,6 +40,22 @@ public enum VipsRuntime {
         vips_block_untrusted_set(allowed ? 0 : 1)
     }
 
+    /// Tunes glibc's allocator for a process that decodes many images on
+    /// several threads. Opt-in, for applications (the `vipsload` CLI calls it);
+    /// a library should not change its host's allocator behind its back.
+    ///
+    /// Why: libjpeg allocates whole-image buffers for progressive files (36 MB
+    /// for 12 megapixels) and libvips many mid-sized ones, from whichever
+    /// thread decodes. By default glibc gives each thread its own arena and
+    /// keeps freed memory there, so peak RSS grows with threads × largest image
+    /// and never falls. Two arenas and a fixed 256 KiB mmap threshold (large
+    /// blocks go back to the kernel when freed) measured 30–50 % lower peak RSS
+    /// in `vipsload bench`, at no measurable throughput cost.
+    public static func tuneAllocatorForImageWork(arenas: Int = 2, mmapThreshold: Int = 256 << 10) {
+        _ = mallopt(M_ARENA_MAX, Int32(clamping: max(1, arenas)))
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: max(4096, mmapThreshold)))
+    }
+
     /// Starts libvips if needed; throws when the library cannot start.
     public static func start() throws(VipsError) {
         if let failure = startup.failure { throw failure }
