@@ -42,9 +42,37 @@ if [ "$which" = thread ] || [ "$which" = all ]; then
   fi
   if ((${#filters[@]})); then
     echo "sanitize: ThreadSanitizer on ${filters[*]}" >&2
-    TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=0:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
-      swift test --sanitize=thread --scratch-path .build/sanitize-thread "${filters[@]}" 2>&1 | filter_note ||
-      status=1
+    reports=.build/sanitize-thread/reports
+    rm -rf "$reports" && mkdir -p "$reports"
+    # Reports go to files and do not set the exit status (exitcode=0): the filter below decides.
+    # history_size=7 keeps the previous access's stack, which the filter needs.
+    # NetworkMemoryTests asserts peak RSS, which TSan's shadow memory multiplies: checked in normal runs.
+    TSAN_OPTIONS="suppressions=$supp/tsan.supp:log_path=$PWD/$reports/tsan:exitcode=0:history_size=7:${TSAN_OPTIONS:-}" \
+      swift test --sanitize=thread --scratch-path .build/sanitize-thread "${filters[@]}" --skip NetworkMemoryTests 2>&1 |
+      filter_note || status=1
+    # ThreadSanitizer cannot see Synchronization.Mutex on Linux: its lock is a futex reached
+    # through an uninstrumented library, so two accesses both made under the same Mutex look
+    # like a race (a 15-line program with Mutex<Int> and two threads shows it; NSLock does not).
+    # A report is set aside only when BOTH accesses run inside a Mutex.withLock closure
+    # (mangled "zYuYTXE": a closure taking `inout sending State` and returning `sending`),
+    # that is, both held a lock; anything else is a real race and fails the run.
+    # (A race between accesses under two different Mutexes would be missed.)
+    if compgen -G "$reports/tsan.*" >/dev/null; then
+      verdict=$(awk '
+        /^WARNING: ThreadSanitizer/ { open = 1; side = 1; a = 0; b = 0; text = ""; total++ }
+        open { text = text $0 "\n" }
+        open && /^  Previous / { side = 2 }
+        open && /^  (Location is|Mutex |Thread T|Issue is caused)/ { side = 3 }
+        open && /zYuYTXE/ { if (side == 1) a = 1; else if (side == 2) b = 1 }
+        open && /^SUMMARY: ThreadSanitizer/ { open = 0; if (a && b) locked++; else { real++; printf "%s\n", text > "/dev/stderr" } }
+        END { printf "%d %d %d\n", total, locked, real }
+      ' "$reports"/tsan.*)
+      read -r total locked real <<<"$verdict"
+      echo "sanitize: ThreadSanitizer: $total reports, $locked with both sides under Mutex.withLock (set aside), $real real" >&2
+      [ "$real" -eq 0 ] || status=1
+    else
+      echo "sanitize: ThreadSanitizer: no reports" >&2
+    fi
   else
     echo "sanitize: no pipeline tests (Tests/VipsLoadTests) yet, ThreadSanitizer skipped" >&2
   fi
