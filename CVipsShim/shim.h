@@ -18,18 +18,26 @@ static inline int vl_init(const char *argv0) { return VIPS_INIT(argv0); }
 
 /* ---- loading (header only until pixels are asked for) ------------------ */
 
-static inline VipsImage *vl_load_source(VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
-    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, NULL);
+/* Load with one named loader (e.g. "jpegload_source"), never libvips' own
+   guess from the bytes: the guess falls back to other loaders (ImageMagick
+   among them) when the expected one rejects the data. */
+static inline VipsImage *vl_load_named(const char *loader, VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, NULL) ? NULL : out;
 }
 
 /* JPEG: decode at 1/shrink in the DCT domain (shrink is 1, 2, 4 or 8). */
-static inline VipsImage *vl_load_source_shrink(VipsSource *source, VipsAccess access, VipsFailOn fail_on, int shrink) {
-    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "shrink", shrink, NULL);
+static inline VipsImage *vl_load_named_shrink(const char *loader, VipsSource *source, VipsAccess access,
+                                              VipsFailOn fail_on, int shrink) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "shrink", shrink, NULL) ? NULL : out;
 }
 
 /* WebP: decode directly at any scale. */
-static inline VipsImage *vl_load_source_scale(VipsSource *source, VipsAccess access, VipsFailOn fail_on, double scale) {
-    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "scale", scale, NULL);
+static inline VipsImage *vl_load_named_scale(const char *loader, VipsSource *source, VipsAccess access,
+                                             VipsFailOn fail_on, double scale) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "scale", scale, NULL) ? NULL : out;
 }
 
 /* ---- processing ---------------------------------------------------------- */

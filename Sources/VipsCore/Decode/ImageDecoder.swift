@@ -19,9 +19,9 @@ public struct ImageDecoder: Sendable {
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
         try VipsRuntime.start()
-        try admit(input)
+        let loader = try admit(input)
         let info = try input.withSource { source throws(VipsError) in
-            try probe(source, label: input.label).info
+            try probe(source, loader: loader, label: input.label).info
         }
         VipsRuntime.discardErrorMessages()
         return info
@@ -40,10 +40,10 @@ public struct ImageDecoder: Sendable {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        try admit(input)
+        let loader = try admit(input)
         return try input.withSource { source throws(VipsError) in
             let label = input.label
-            let header = try probe(source, label: label)
+            let header = try probe(source, loader: loader, label: label)
             guard let box = size.pixelBox(scale: scale) else {
                 return try finish(header.image, width: header.info.width, height: header.info.height,
                                   allowUpscale: allowUpscale, scale: scale, label: label)
@@ -110,8 +110,8 @@ public struct ImageDecoder: Sendable {
     private var decodeErrorKind: VipsError.Kind { .corruptData }
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
-    /// bytes, before any libvips loader runs.
-    private func admit(_ input: ImageInput) throws(VipsError) {
+    /// bytes, before any libvips loader runs; returns the one loader allowed to read them.
+    private func admit(_ input: ImageInput) throws(VipsError) -> String {
         let (size, prefix) = try input.sizeAndPrefix()
         let label = input.label
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
@@ -122,6 +122,10 @@ public struct ImageDecoder: Sendable {
         guard options.allowedFormats.contains(format) else {
             throw VipsError(.unsupportedFormat, "\(label): \(format) images are not allowed by the decoder's options")
         }
+        guard let loader = format.libvipsLoader, vips_type_find("VipsOperation", loader) != 0 else {
+            throw VipsError(.unsupportedFormat, "\(label): this libvips has no loader for \(format) images")
+        }
+        return loader
     }
 
     private struct Header {
@@ -130,9 +134,9 @@ public struct ImageDecoder: Sendable {
         let loader: String
     }
 
-    /// Opens the header (no pixels yet) and checks the limits.
-    private func probe(_ source: UnsafeMutablePointer<VipsSource>, label: String) throws(VipsError) -> Header {
-        let image = try Self.load(label) { vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+    /// Opens the header (no pixels yet) with `loader` and checks the limits.
+    private func probe(_ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String) throws(VipsError) -> Header {
+        let image = try Self.load(label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
         let orientation = min(8, max(1, image.int("orientation") ?? 1))
         let swap = orientation >= 5
@@ -160,7 +164,7 @@ public struct ImageDecoder: Sendable {
             guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
-            return try Self.load(label) { vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
+            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
         default:
             return nil
         }
@@ -168,7 +172,7 @@ public struct ImageDecoder: Sendable {
 
     /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
     private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
-        try Self.load(label) { vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
+        try Self.load(label) { vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
     }
 
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
@@ -210,10 +214,7 @@ public struct ImageDecoder: Sendable {
             let message = VipsRuntime.takeErrorMessage(default: "libvips gave no reason")
             let kind = kind(forDecodeFailure: message)
             let detail: String
-            if message.contains("magickload") {
-                // libvips offers data its own loader refused to ImageMagick, which is blocked.
-                detail = "the data is not a readable image of its format (\(message))"
-            } else if kind == .unsupportedFormat {
+            if kind == .unsupportedFormat {
                 detail = "\(message) (untrusted loaders are off; see VipsRuntime.setUntrustedLoadersAllowed)"
             } else {
                 detail = message
@@ -290,12 +291,11 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Tells truncation from other corruption by libvips' wording. A loader
-    /// blocked as untrusted means the format is not enabled, not bad data;
-    /// except ImageMagick, which libvips tries when the format's own loader
-    /// refused the data.
+    /// blocked as untrusted means the format is not enabled, not bad data.
+    /// (Only the sniffed format's own loader ever runs, never libvips' fallbacks.)
     static func kind(forDecodeFailure message: String) -> VipsError.Kind {
         let lower = message.lowercased()
-        if lower.contains("operation is blocked") && !lower.contains("magickload") { return .unsupportedFormat }
+        if lower.contains("operation is blocked") { return .unsupportedFormat }
         let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
         return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
     }

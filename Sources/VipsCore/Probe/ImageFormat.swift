@@ -56,6 +56,28 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         return nil
     }
 
+    /// The libvips loader that reads this format from a source, or nil when libvips has none
+    /// (BMP is read only through ImageMagick, which VipsCore never uses).
+    ///
+    /// The decoder calls this loader by name rather than letting libvips guess from the bytes:
+    /// the guess falls back to other loaders, ImageMagick's among them, when the data is broken.
+    var libvipsLoader: String? {
+        switch self {
+        case .jpeg: return "jpegload_source"
+        case .png: return "pngload_source"
+        case .webp: return "webpload_source"
+        case .gif: return "gifload_source"
+        case .tiff: return "tiffload_source"
+        case .heif, .avif: return "heifload_source"
+        case .svg: return "svgload_source"
+        case .pdf: return "pdfload_source"
+        case .jp2k: return "jp2kload_source"
+        case .jxl: return "jxlload_source"
+        case .ppm: return "ppmload_source"
+        default: return nil
+        }
+    }
+
     /// The format a libvips loader reads, from its nickname ("jpegload_source" → jpeg).
     static func fromLoader(_ loader: String) -> ImageFormat {
         var name = loader

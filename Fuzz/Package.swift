@@ -1,0 +1,23 @@
+// swift-tools-version:6.0
+// The libFuzzer harness of VipsLoad: a separate package, so the root package's
+// `swift build` never sees it. scripts/fuzz.sh builds it (debug: the harness
+// uses `@testable import VipsCore`) with `-sanitize=fuzzer,address
+// -parse-as-library`, which instruments VipsCore as well.
+import PackageDescription
+
+let package = Package(
+    name: "VipsLoadFuzz",
+    dependencies: [.package(name: "VipsLoad", path: "..")],
+    targets: [
+        // Declares libFuzzer's LLVMFuzzerRunDriver (defined by the fuzzer runtime).
+        .target(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
+        // `FuzzDecode [libFuzzer flags] [CORPUS...]` fuzzes probe + decode + thumbnail;
+        // `FuzzDecode --write-seeds DIR` writes the generated seed corpus.
+        .executableTarget(
+            name: "FuzzDecode",
+            dependencies: ["CLibFuzzer", .product(name: "VipsCore", package: "VipsLoad")],
+            path: "Sources/FuzzDecode"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

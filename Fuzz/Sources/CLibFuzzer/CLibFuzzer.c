@@ -1,0 +1,40 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "CLibFuzzer.h"
+
+/* From <vips/object.h> (declared here so this target needs no libvips headers; VipsCore links libvips).
+   libvips registers every live VipsObject in a global table and maps over it. */
+void *vips_object_map(void *(*fn)(void *object, void *a, void *b), void *a, void *b);
+
+static void *count_object(void *object, void *a, void *b) {
+    (void) object;
+    (void) b;
+    *(int *) a += 1;
+    return NULL;
+}
+
+int FuzzLiveVipsObjects(void) {
+    int count = 0;
+    vips_object_map(count_object, &count, NULL);
+    return count;
+}
+
+/*
+ * The fuzzer's main. SwiftPM links every executable target with
+ * `--defsym main=<Module>_main` (so tests can link executables), and
+ * `-sanitize=fuzzer` makes swiftc alias a Swift entry point to
+ * LLVMFuzzerTestOneInput, so neither libFuzzer's own main nor a Swift one can
+ * be used. This C definition takes the renamed slot: it writes the seed corpus
+ * (`--write-seeds FOLDER`) or hands the command line to libFuzzer's driver.
+ */
+int FuzzDecode_main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--write-seeds") == 0) {
+        if (argc != 3) {
+            fputs("usage: FuzzDecode --write-seeds FOLDER\n", stderr);
+            return 2;
+        }
+        return FuzzDecodeWriteSeeds(argv[2]);
+    }
+    return LLVMFuzzerRunDriver(&argc, &argv, LLVMFuzzerTestOneInput);
+}

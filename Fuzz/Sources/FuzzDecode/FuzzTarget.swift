@@ -1,0 +1,123 @@
+import CLibFuzzer
+import Foundation
+// @testable: ProgressiveJPEGFilter, VipsCore's one hand-written parser, is internal (debug builds enable testing).
+@testable import VipsCore
+
+// libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,
+// header probe, thumbnail decode (lenient and strict, fast and quality
+// shrink-on-load), the DC-only path for progressive JPEGs (through decode and
+// the filter alone), and in-memory resize.
+//
+// Besides "no crash", every run checks VipsCore's promises and traps when one
+// is broken, so the fuzzer reports logic errors too:
+// - a failure is always a typed `VipsError` (the API makes that a compile-time fact);
+// - anything accepted was sniffed as an allowed format, read by that format's loader, and respects the limits;
+// - a bitmap is 8-bit RGB/RGBA, its byte count matches its size, and it fits the box asked for;
+// - nothing decodes whose header probe failed (the probe is the one gate for limits);
+// - every libvips object made for an input is released when the call returns, success
+//   or failure (libvips keeps them in a global table, so LeakSanitizer cannot see these).
+
+/// Limits small enough that the fuzzer spends its time parsing, not allocating:
+/// at most 4 MP (16 MB of RGBA) per page and 1 MiB of input.
+private let limits = DecodeLimits(maxPixelCount: 4_000_000, maxDimension: 8_192, maxPages: 64, maxInputBytes: 1 << 20)
+
+private let lenient = ImageDecoder(options: DecodeOptions(limits: limits))
+private let strict = ImageDecoder(options: DecodeOptions(limits: limits, strict: true))
+private let quality = ImageDecoder(options: DecodeOptions(limits: limits, shrinkOnLoad: .quality))
+/// Every format VipsCore can sniff, including those libvips reads with loaders marked untrusted:
+/// with libvips' untrusted loaders blocked (the default), those must still fail cleanly.
+private let everything = ImageDecoder(options: DecodeOptions(
+    limits: limits,
+    allowedFormats: ImageFormat.defaultAllowed.union([.svg, .pdf, .jp2k, .jxl, .bmp, .ppm])))
+/// Formats read by loaders libvips marks untrusted (blocked by default).
+private let untrusted: Set<ImageFormat> = [.svg, .pdf, .jp2k, .jxl, .bmp, .ppm]
+
+/// Stops the run with a message: the fuzzer records the input as a crasher.
+private func violated(_ message: String) -> Never {
+    fatalError("invariant broken: \(message)")
+}
+
+private func check(_ bitmap: Bitmap, fits side: Int?, _ what: String) {
+    guard bitmap.width > 0, bitmap.height > 0, bitmap.channels == 3 || bitmap.channels == 4 else {
+        violated("\(what): bitmap \(bitmap.width)×\(bitmap.height)×\(bitmap.channels)")
+    }
+    guard bitmap.cost == bitmap.width * bitmap.height * bitmap.channels else {
+        violated("\(what): \(bitmap.cost) bytes for \(bitmap.width)×\(bitmap.height)×\(bitmap.channels)")
+    }
+    if let side, bitmap.width > side || bitmap.height > side {
+        violated("\(what): \(bitmap.width)×\(bitmap.height) does not fit \(side)")
+    }
+    if bitmap.width * bitmap.height > limits.maxPixelCount {
+        violated("\(what): \(bitmap.width)×\(bitmap.height) exceeds the pixel limit")
+    }
+}
+
+/// The DC-only filter on every input that starts like a JPEG, whatever libvips would say of it:
+/// cheap, pure Swift, so coverage guidance works on it directly. Its output must be a
+/// shortened JPEG (SOI … EOI, never longer than the input plus the EOI it appends).
+private func filterProgressiveJPEG(_ data: Data) {
+    guard data.starts(with: [0xFF, 0xD8]) else { return }
+    guard let shortened = data.withUnsafeBytes({ ProgressiveJPEGFilter.dcOnly($0) }) else { return }
+    guard shortened.starts(with: [0xFF, 0xD8]), shortened.suffix(2) == Data([0xFF, 0xD9]),
+          shortened.count <= data.count + 2 else {
+        violated("DC-only filter turned \(data.count) bytes into \(shortened.count) malformed bytes")
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+    decodeAll(bytes, count)
+    let live = FuzzLiveVipsObjects()
+    if live != 0 { violated("\(live) libvips objects still alive after the input") }
+    return 0
+}
+
+private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
+    let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
+    filterProgressiveJPEG(data)
+    let input = ImageInput.data(data)
+    let sniffed = ImageFormat.sniff(data)
+
+    let info: ImageInfo
+    do {
+        info = try lenient.info(input)
+    } catch {
+        // The probe refused it: so must every decode with the same options.
+        if let bitmap = try? lenient.decode(input, size: .maxPixelSize(64)) {
+            violated("probe failed (\(error)) but decode gave \(bitmap.width)×\(bitmap.height)")
+        }
+        // Formats outside the default list go through libvips' loader selection, and the
+        // untrusted ones must be refused by libvips itself.
+        if let sniffed, untrusted.contains(sniffed), let bitmap = try? everything.decode(input, size: .maxPixelSize(64)) {
+            violated("untrusted \(sniffed) decoded to \(bitmap.width)×\(bitmap.height) with loaders blocked")
+        }
+        return
+    }
+    guard let sniffed, ImageFormat.defaultAllowed.contains(sniffed) else {
+        violated("probe accepted bytes sniffed as \(String(describing: sniffed))")
+    }
+    // The loader that read the header is the one for the sniffed format (libvips reads AVIF with its HEIF loader).
+    guard info.format == sniffed || (info.format == .heif && sniffed == .avif) else {
+        violated("bytes sniffed as \(sniffed) were read as \(info.format)")
+    }
+    guard info.width > 0, info.height > 0, info.width <= limits.maxDimension, info.height <= limits.maxDimension,
+          info.pixelCount <= limits.maxPixelCount, info.pages >= 1, info.pages <= limits.maxPages,
+          (1...8).contains(info.orientation), info.bands > 0 else {
+        violated("probe returned \(info)")
+    }
+
+    // Thumbnail: shrink-on-load as far as possible, then reduce.
+    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(64)) { check(bitmap, fits: 64, "lenient 64") }
+    // Strict: stops at the first libvips warning about the data.
+    if let bitmap = try? strict.decode(input, size: .maxPixelSize(64)) { check(bitmap, fits: 64, "strict 64") }
+    // 1/8 of the image: the JPEG shrink-8 path, and for progressive JPEGs the DC-only stream.
+    let eighth = max(1, max(info.width, info.height) / 8)
+    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(eighth)) { check(bitmap, fits: eighth, "lenient 1/8") }
+    // Quality mode keeps twice the target: the other shrink factors (and WebP's scaled load).
+    if let bitmap = try? quality.decode(input, size: .fit(width: 48, height: 32), scale: 1.5) {
+        check(bitmap, fits: 72, "quality 48×32@1.5")
+        if let smaller = try? lenient.resize(bitmap, to: .maxPixelSize(9), scale: 1) { check(smaller, fits: 9, "resize 9") }
+    }
+    // Full size, only when small: the path without any shrink.
+    if info.pixelCount <= 65_536, let bitmap = try? lenient.decode(input) { check(bitmap, fits: nil, "original") }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import VipsCore
+
+/// The fuzzer's seed corpus: small generated images covering every decode path
+/// VipsCore has (each format and its variants, EXIF orientation, a progressive
+/// JPEG large enough for the DC-only 1/8 path), plus tiny inputs for formats
+/// that must be refused. Deterministic: the same bytes every run.
+enum SeedCorpus {
+    private struct Seed {
+        let name: String
+        let width: Int
+        let height: Int
+        var alpha = false
+        let format: ImageSynthesizer.Format
+    }
+
+    private static let images: [Seed] = [
+        Seed(name: "baseline.jpg", width: 96, height: 64, format: .jpeg(quality: 70)),
+        // 512 px decoded to 64 px is a 1/8 shrink: the progressive DC-only path.
+        Seed(name: "progressive-512.jpg", width: 512, height: 384, format: .jpeg(quality: 30, progressive: true)),
+        Seed(name: "progressive-small.jpg", width: 80, height: 48, format: .jpeg(quality: 60, progressive: true)),
+        Seed(name: "orientation6.jpg", width: 40, height: 24, format: .jpeg(quality: 60, orientation: 6)),
+        // (No CMYK seed: libvips embeds its ~1 MB CMYK profile, far above the fuzzer's max_len.)
+        Seed(name: "rgb.png", width: 48, height: 32, format: .png()),
+        Seed(name: "rgba.png", width: 40, height: 40, alpha: true, format: .png()),
+        Seed(name: "grey16.png", width: 24, height: 24, format: .png(sixteenBit: true, grey: true)),
+        Seed(name: "palette.png", width: 32, height: 24, format: .png(palette: true)),
+        Seed(name: "interlaced.png", width: 33, height: 17, format: .png(interlaced: true)),
+        Seed(name: "lossy.webp", width: 64, height: 48, format: .webp(quality: 50)),
+        Seed(name: "lossless-alpha.webp", width: 32, height: 32, alpha: true, format: .webp(lossless: true)),
+        Seed(name: "still.gif", width: 40, height: 30, format: .gif),
+        Seed(name: "deflate.tif", width: 32, height: 24, format: .tiff),
+    ]
+
+    /// Writes the corpus into `folder`; returns the process exit status.
+    static func write(to folder: URL) -> Int32 {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for seed in images {
+                let data = try ImageSynthesizer.data(width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
+                                                     format: seed.format)
+                try data.write(to: folder.appendingPathComponent(seed.name))
+            }
+            // Text formats libvips reads only with loaders it marks untrusted: they must be refused.
+            let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
+            try Data(svg.utf8).write(to: folder.appendingPathComponent("tiny.svg"))
+            var ppm = Data("P6\n4 4\n255\n".utf8)
+            ppm.append(Data(repeating: 0x80, count: 4 * 4 * 3))
+            try ppm.write(to: folder.appendingPathComponent("tiny.ppm"))
+            print("\(images.count + 2) seeds in \(folder.path)")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("FuzzDecode --write-seeds: \(error)\n".utf8))
+            return 1
+        }
+    }
+}
+
+/// `FuzzDecode --write-seeds FOLDER` (called from the C main in CLibFuzzer).
+@_cdecl("FuzzDecodeWriteSeeds")
+public func fuzzDecodeWriteSeeds(_ folder: UnsafePointer<CChar>) -> Int32 {
+    SeedCorpus.write(to: URL(fileURLWithPath: String(cString: folder), isDirectory: true))
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Fuzzes VipsCore's probe + decode + thumbnail for SECONDS (default 60) with
+# libFuzzer and AddressSanitizer, single process on one core.
+#
+#   scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
+#
+# Installs what is missing (scripts/setup.sh: Swift's -sanitize=fuzzer brings
+# its own libFuzzer runtime, no clang package is needed), builds the harness in
+# Fuzz/ (a separate package, so the root build never sees it) into .fuzz/build,
+# writes the generated seed corpus to .fuzz/seeds, fuzzes into the growing
+# corpus .fuzz/corpus, keeps crashers in .fuzz/crashes and appends one line of
+# figures per run to .fuzz/history.tsv. Exits non-zero when the fuzzer found a
+# crash, a leak, a timeout or an out-of-memory input.
+#
+# Reproduce a crasher: .fuzz/build/debug/FuzzDecode .fuzz/crashes/<file>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
+
+seconds=${1:-60}
+shift || true
+case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
+
+scripts/setup.sh
+
+root=.fuzz
+mkdir -p "$root/corpus" "$root/crashes" "$root/logs"
+
+# Instrument VipsCore and the harness for coverage (fuzzer) and memory errors (address).
+# -parse-as-library: the harness has no Swift entry point (see Fuzz/Sources/CLibFuzzer).
+swift build --package-path Fuzz --scratch-path "$root/build" --product FuzzDecode -c debug \
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 |
+  { grep -v -e "prohibited flag(s): -pthread" -e "Cannot export local symbol" || true; }
+bin="$root/build/debug/FuzzDecode"
+
+# Seeds: regenerated every run (deterministic), plus HEIF/AVIF made with the
+# vips CLI when its HEIF saver is available (VipsCore does not encode HEIF).
+"$bin" --write-seeds "$root/seeds" >/dev/null
+if command -v vips >/dev/null 2>&1; then
+  vips copy "$root/seeds/rgba.png" "$root/seeds/rgba.avif" 2>/dev/null || true
+  vips copy "$root/seeds/rgb.png" "$root/seeds/rgb.heic[compression=hevc]" 2>/dev/null || true
+fi
+
+# A broken invariant is a Swift fatalError: let it reach libFuzzer's signal handler directly
+# (Swift's own backtracer reads foreign memory, which ASan would report instead).
+export SWIFT_BACKTRACE=enable=no
+# Leak checking stays on; LSan suppressions are commented in scripts/sanitizers/lsan.supp.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0}"
+
+marker=$(mktemp)
+trap 'rm -f "$marker"' EXIT
+before=$(find "$root/crashes" -type f | wc -l)
+log="$root/logs/fuzz-$(date -u +%Y%m%dT%H%M%SZ).log"
+echo "fuzz: ${seconds}s, log in $log" >&2
+status=0
+# -rss_limit_mb: an input that makes the process grow past 2 GB counts as a finding (a bomb the limits missed).
+# -timeout: one input taking over 10 s is a finding too. -max_len: 64 KiB covers every seed.
+"$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 -max_len=65536 \
+  -use_value_profile=1 -dict=Fuzz/image.dict -print_final_stats=1 -artifact_prefix="$root/crashes/" \
+  "$@" "$root/corpus" "$root/seeds" >"$log" 2>&1 || status=$?
+after=$(find "$root/crashes" -type f | wc -l)
+
+# Figures: libFuzzer's final stats and last coverage line.
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
+cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+corpus=$(find "$root/corpus" -type f | wc -l)
+[ -f "$root/history.tsv" ] || printf 'date\tseconds\texecs\texec_per_s\tcov\tft\tcorpus\tpeak_rss_mb\tnew_crashes\tstatus\n' >"$root/history.tsv"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$seconds" "${execs:-?}" "${rate:-?}" \
+  "${cov:-?}" "${ft:-?}" "$corpus" "${rss:-?}" "$((after - before))" "$status" >>"$root/history.tsv"
+echo "fuzz: ${execs:-?} executions, ${rate:-?}/s, cov ${cov:-?}, ft ${ft:-?}, corpus $corpus, peak RSS ${rss:-?} MB" >&2
+
+if [ "$status" -ne 0 ] || [ "$after" -gt "$before" ]; then
+  echo "fuzz: FOUND A PROBLEM (status $status); crashers in $root/crashes:" >&2
+  find "$root/crashes" -type f -newer "$marker" >&2 || true
+  grep -E -A40 '^==[0-9]+==ERROR|^(=+ )?(SUMMARY|INFO: Fatal|ERROR: libFuzzer)|invariant broken|Fatal error' "$log" | head -80 >&2 || tail -60 "$log" >&2
+  exit 1
+fi
