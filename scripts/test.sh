@@ -15,4 +15,5 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   scripts/fuzz.sh "$fuzz_seconds" -seed=1 2>&1 | tail -n 5
 fi
 # XCTest only: Swift Testing would close the log with a "0 tests" line of its own.
-swift test --skip-build --disable-swift-testing "$@"
+# A hung test must fail the run, not eat CI's 90 minutes.
+timeout 45m swift test --skip-build --disable-swift-testing "$@"
