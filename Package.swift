@@ -20,10 +20,14 @@ let package = Package(
         .target(name: "VipsCore", dependencies: ["CVipsShim"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
+        .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
         // The command-line tool.
-        .executableTarget(name: "vipsload", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/vipsload"),
+        .executableTarget(name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
         .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore"], path: "Tests/VipsLoadTests"),
+        // Runs the built `vipsload` binary as a user would.
+        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,14 +1,42 @@
-import VipsCore
 import Foundation
-let t0 = Date()
-let d = try ImageSynthesizer.data(width: 4000, height: 3000, seed: 3, marker: true, format: .jpeg(quality: 90, progressive: false, orientation: 6))
-print("gen", Date().timeIntervalSince(t0), d.count)
-try d.write(to: URL(fileURLWithPath: "/tmp/t6.jpg"))
-let dec = ImageDecoder()
-print(try dec.info(.data(d)))
-let t1 = Date()
-for _ in 0..<10 { _ = try dec.decode(.data(d), size: .maxPixelSize(256)) }
-print("10 thumbs", Date().timeIntervalSince(t1))
-let b = try dec.decode(.data(d), size: .maxPixelSize(256))
-print(b.width, b.height, b.channels, b.pixel(x: 0, y: 0)!, b.pixel(x: b.width-1, y: 0)!)
-try ImageEncoder().encode(b, as: .png()).write(to: URL(fileURLWithPath: "/tmp/t6thumb.png"))
+import VipsCore
+
+/// `vipsload`: info, thumb and bench over the VipsLoad library.
+let usage = """
+    usage: vipsload <command> [options]
+
+    commands:
+      info     print each image's size, format, bands, alpha, orientation and pages
+      thumb    write thumbnails of images (files or folders) to a folder, in parallel
+      corpus   generate (once) the built-in benchmark corpus and print its folder
+
+    Run 'vipsload <command> --help' for a command's options.
+    """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else {
+    Terminal.err(usage)
+    exit(2)
+}
+arguments.removeFirst()
+
+let commands: [String: ([String]) throws(ArgumentParser.UsageError) -> Int32] = [
+    "info": InfoCommand.run,
+    "thumb": ThumbCommand.run,
+    "corpus": CorpusCommand.run,
+]
+
+if command == "--help" || command == "-h" || command == "help" {
+    Terminal.out(usage)
+    exit(0)
+}
+guard let run = commands[command] else {
+    Terminal.err("vipsload: unknown command '\(command)'\n\n\(usage)")
+    exit(2)
+}
+do {
+    exit(try run(arguments))
+} catch {
+    Terminal.err("vipsload \(command): \(error.description)\nRun 'vipsload \(command) --help' for usage.")
+    exit(2)
+}

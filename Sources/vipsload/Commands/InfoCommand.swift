@@ -1,0 +1,64 @@
+import VipsCore
+
+/// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
+enum InfoCommand {
+    static let usage = """
+        usage: vipsload info [--json] [--strict] [--max-pixels N] INPUT...
+
+        Prints each image's size (after EXIF orientation), format, bands, alpha,
+        orientation and page count without decoding pixels. Folders are searched
+        recursively for images.
+
+          --json             one JSON object per line
+        \(DecoderFlags.help)
+
+        Exit status: 0 when every input was read, 1 when any failed, 2 on usage errors.
+        """
+
+    static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
+        let parser = ArgumentParser(valueOptions: DecoderFlags.valueOptions, flagOptions: DecoderFlags.flagOptions.union(["json"]))
+        let parsed = try parser.parse(arguments)
+        if parsed.help { Terminal.out(usage); return 0 }
+        guard !parsed.positional.isEmpty else { throw ArgumentParser.UsageError(description: "no INPUT given") }
+        let decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
+        let json = parsed.flag("json")
+        var failed = false
+        for item in InputCollector.collect(parsed.positional) {
+            do {
+                let info = try decoder.info(.file(item.path))
+                Terminal.out(json ? jsonLine(item.path, info) : textLine(item.path, info))
+            } catch {
+                failed = true
+                if json {
+                    Terminal.out(Terminal.jsonObject([
+                        ("input", Terminal.json(item.path)),
+                        ("error", Terminal.jsonObject([("kind", Terminal.json(error.kind.rawValue)),
+                                                       ("message", Terminal.json(error.message))])),
+                    ]))
+                } else {
+                    Terminal.out("\(item.path): error: \(error.kind): \(error.message)")
+                }
+            }
+        }
+        return failed ? 1 : 0
+    }
+
+    static func textLine(_ path: String, _ info: ImageInfo) -> String {
+        "\(path): \(info.width)x\(info.height) \(info.format), \(info.bands) bands, "
+            + "\(info.hasAlpha ? "alpha" : "no alpha"), orientation \(info.orientation), "
+            + "\(info.pages) page\(info.pages == 1 ? "" : "s")"
+    }
+
+    static func jsonLine(_ path: String, _ info: ImageInfo) -> String {
+        Terminal.jsonObject([
+            ("input", Terminal.json(path)),
+            ("width", String(info.width)),
+            ("height", String(info.height)),
+            ("format", Terminal.json(info.format.rawValue)),
+            ("bands", String(info.bands)),
+            ("hasAlpha", String(info.hasAlpha)),
+            ("orientation", String(info.orientation)),
+            ("pages", String(info.pages)),
+        ])
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import VipsCore
+import XCTest
+
+final class InfoCommandTests: XCTestCase {
+    func testTextAndJSONLinesWithFailuresReportedPerInput() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let jpeg = dir.appendingPathComponent("rotated.jpg")
+        try ImageSynthesizer.data(width: 300, height: 200, format: .jpeg(orientation: 6)).write(to: jpeg)
+        let png = dir.appendingPathComponent("alpha.png")
+        try ImageSynthesizer.data(width: 64, height: 48, alpha: true, format: .png()).write(to: png)
+        let text = dir.appendingPathComponent("notes.jpg")
+        try Data("just some text, not a JPEG\n".utf8).write(to: text)
+        let empty = dir.appendingPathComponent("empty.png")
+        try Data().write(to: empty)
+
+        let result = try CLIHarness.run(["info", "--json", jpeg.path, text.path, png.path, empty.path])
+        XCTAssertEqual(result.status, 1, "any failed input makes the exit status 1")
+        let lines = result.stdoutLines
+        XCTAssertEqual(lines.count, 4, result.stdout)
+        let objects = try lines.map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+
+        XCTAssertEqual(objects[0]["input"] as? String, jpeg.path)
+        XCTAssertEqual(objects[0]["width"] as? Int, 200, "width after EXIF orientation 6")
+        XCTAssertEqual(objects[0]["height"] as? Int, 300)
+        XCTAssertEqual(objects[0]["format"] as? String, "jpeg")
+        XCTAssertEqual(objects[0]["orientation"] as? Int, 6)
+        XCTAssertEqual(objects[0]["pages"] as? Int, 1)
+        XCTAssertEqual(objects[0]["hasAlpha"] as? Bool, false)
+
+        let textError = try XCTUnwrap(objects[1]["error"] as? [String: Any])
+        XCTAssertEqual(textError["kind"] as? String, "unsupportedFormat")
+        XCTAssertFalse((textError["message"] as? String ?? "").isEmpty)
+
+        XCTAssertEqual(objects[2]["bands"] as? Int, 4)
+        XCTAssertEqual(objects[2]["hasAlpha"] as? Bool, true)
+        XCTAssertEqual(objects[2]["format"] as? String, "png")
+
+        XCTAssertEqual((objects[3]["error"] as? [String: Any])?["kind"] as? String, "emptyInput")
+
+        let plain = try CLIHarness.run(["info", png.path])
+        XCTAssertEqual(plain.status, 0)
+        XCTAssertTrue(plain.stdout.contains("64x48 png"), plain.stdout)
+    }
+
+    func testTooLargeAndTruncatedInputs() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let big = dir.appendingPathComponent("big.png")
+        try ImageSynthesizer.data(width: 400, height: 300, format: .png()).write(to: big)
+        let full = try ImageSynthesizer.data(width: 400, height: 300, format: .jpeg())
+        let cut = dir.appendingPathComponent("cut.jpg")
+        try full.prefix(full.count / 2).write(to: cut)
+
+        let limited = try CLIHarness.run(["info", "--json", "--max-pixels", "1000", big.path])
+        XCTAssertEqual(limited.status, 1)
+        XCTAssertTrue(limited.stdout.contains("\"tooLarge\""), limited.stdout)
+
+        // A header probe of a half JPEG succeeds (the header is intact); decoding it strictly fails.
+        let out = dir.appendingPathComponent("out")
+        let strict = try CLIHarness.run(["thumb", "--strict", "--out", out.path, cut.path, big.path])
+        XCTAssertEqual(strict.status, 1)
+        XCTAssertTrue(strict.stderr.contains(cut.path), strict.stderr)
+        XCTAssertTrue(strict.stderr.contains("truncatedData") || strict.stderr.contains("corruptData"), strict.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out.appendingPathComponent("big.jpg").path),
+                      "the good input in the same run is still written")
+
+        let lenient = try CLIHarness.run(["thumb", "--out", out.path, cut.path])
+        XCTAssertEqual(lenient.status, 0, "without --strict a truncated JPEG decodes what is there: \(lenient.stderr)")
+    }
+
+    func testUsageErrorsExitTwoAndHelpExitsZero() throws {
+        for arguments in [["info"], ["info", "--bogus", "x"], ["thumb", "--size"], ["thumb", "--size", "0", "x"],
+                          ["thumb", "--format", "bmp", "x"], ["nonsense"], []] {
+            let result = try CLIHarness.run(arguments)
+            XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
+            XCTAssertFalse(result.stderr.isEmpty, "\(arguments) explains the usage error")
+        }
+        for command in ["info", "thumb", "corpus"] {
+            let result = try CLIHarness.run([command, "--help"])
+            XCTAssertEqual(result.status, 0)
+            XCTAssertTrue(result.stdout.contains("usage: vipsload \(command)"), result.stdout)
+        }
+    }
+}

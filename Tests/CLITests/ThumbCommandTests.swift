@@ -1,0 +1,51 @@
+import Foundation
+import VipsCore
+import XCTest
+
+final class ThumbCommandTests: XCTestCase {
+    func testFoldersRecursedFailuresReportedOthersWritten() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let input = dir.appendingPathComponent("in")
+        let nested = input.appendingPathComponent("nested")
+        try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
+        try ImageSynthesizer.data(width: 800, height: 600, format: .jpeg()).write(to: input.appendingPathComponent("wide.jpg"))
+        try ImageSynthesizer.data(width: 300, height: 900, alpha: true, format: .png()).write(to: nested.appendingPathComponent("tall.png"))
+        try ImageSynthesizer.data(width: 100, height: 80, format: .webp()).write(to: nested.appendingPathComponent("small.webp"))
+        try Data("README".utf8).write(to: input.appendingPathComponent("README.txt"))
+        let random = dir.appendingPathComponent("random.jpg")
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: random)
+
+        let out = dir.appendingPathComponent("thumbs")
+        let result = try CLIHarness.run(["thumb", "--size", "128", "--format", "png", "--out", out.path, input.path, random.path])
+        XCTAssertEqual(result.status, 1, "the random-bytes input fails")
+        XCTAssertTrue(result.stderr.contains(random.path) && result.stderr.contains("unsupportedFormat"), result.stderr)
+
+        let decoder = ImageDecoder()
+        let wide = try decoder.info(.file(out.appendingPathComponent("wide.png").path))
+        XCTAssertEqual([wide.width, wide.height], [128, 96])
+        let tall = try decoder.info(.file(out.appendingPathComponent("nested/tall.png").path))
+        XCTAssertEqual([tall.width, tall.height], [43, 128])
+        XCTAssertTrue(tall.hasAlpha, "alpha kept in PNG output")
+        let small = try decoder.info(.file(out.appendingPathComponent("nested/small.png").path))
+        XCTAssertEqual([small.width, small.height], [100, 80], "never upscaled")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out.appendingPathComponent("README.png").path),
+                       "non-image files found in folders are skipped")
+    }
+
+    func testSameNamesDoNotOverwriteEachOther() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let a = dir.appendingPathComponent("a"), b = dir.appendingPathComponent("b")
+        for folder in [a, b] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try ImageSynthesizer.data(width: 200, height: 100, format: .jpeg()).write(to: a.appendingPathComponent("photo.jpg"))
+        try ImageSynthesizer.data(width: 100, height: 200, format: .jpeg()).write(to: b.appendingPathComponent("photo.jpg"))
+        let out = dir.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path,
+                                         a.appendingPathComponent("photo.jpg").path, b.appendingPathComponent("photo.jpg").path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let first = try ImageDecoder().info(.file(out.appendingPathComponent("photo.jpg").path))
+        let second = try ImageDecoder().info(.file(out.appendingPathComponent("photo-2.jpg").path))
+        XCTAssertEqual([first.width, first.height], [50, 25])
+        XCTAssertEqual([second.width, second.height], [25, 50])
+    }
+}
