@@ -12,7 +12,7 @@ folder; only the djpeg floor decodes without writing, since it is the lower boun
 processes; the time is the wall time over all of them, the peak RSS the largest of any process.
 
 Peers (--peers takes these keys):
-  vipsload          `vipsload thumb --size S --out DIR --format jpeg FILES...`, one process
+  vipsload          `vipsload thumb --size S --out DIR --format jpeg --quality 75 FILES...`, one process
                     (VipsLoad spreads the work over the cores itself)
   vipsthumbnail     `vipsthumbnail -s S -o DIR/%s.jpg[Q=75] FILES...`, one process
   vipsthumbnail-pc  the same, one process per core, each given a shard
@@ -294,7 +294,8 @@ def make_peers(args, jobs):
     magick = resolve_imagemagick()
 
     def vipsload(cls, out):
-        return [[args.vipsload, "thumb", "--size", str(size), "--out", out, "--format", "jpeg", *cls.files]], 1
+        return [[args.vipsload, "thumb", "--size", str(size), "--out", out, "--format", "jpeg",
+                 "--quality", "75", *cls.files]], 1
 
     def vipsthumbnail(n):
         def commands(cls, out):
@@ -370,6 +371,7 @@ def probe_vipsload(args, cls, scratch):
     out = tempfile.mkdtemp(prefix="probe-", dir=scratch)
     try:
         run = subprocess.run([args.vipsload, "thumb", "--size", str(args.size), "--out", out, "--format", "jpeg",
+                              "--quality", "75",
                               cls.files[0]], capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         return "`vipsload thumb` did not finish within 300 s on one file"

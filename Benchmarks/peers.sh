@@ -44,4 +44,6 @@ cd "$root"
 swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2
 bin="$(swift build -c release --show-bin-path)/vipsload"
 
+# The command as typed, for the report (the --vipsload path below is this script's doing).
+export PEERS_INVOCATION="Benchmarks/peers.sh${*:+ $*}"
 exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" "$@"
