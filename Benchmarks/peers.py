@@ -424,13 +424,18 @@ def measure(peers, classes, args, scratch):
 
 
 def summarise(outcomes, files):
-    """(images/s median, peak RSS MiB max, CPU ms/image median) or the error."""
+    """(images/s median, its spread in %, peak RSS MiB max, CPU ms/image median) or the error.
+
+    The spread is (fastest − slowest) ÷ median of the runs: how far apart the repeats were.
+    """
     failed = [o for o in outcomes if o.error]
     if failed:
         return None, failed[0].error
     rates = [files / o.wall for o in outcomes]
     cpu = [o.cpu_seconds * 1000 / files for o in outcomes]
-    return (statistics.median(rates), max(o.peak_rss_kib for o in outcomes) / 1024, statistics.median(cpu)), None
+    median = statistics.median(rates)
+    spread = (max(rates) - min(rates)) / median * 100
+    return (median, spread, max(o.peak_rss_kib for o in outcomes) / 1024, statistics.median(cpu)), None
 
 
 def versions(args, magick):
@@ -458,6 +463,33 @@ def versions(args, magick):
     return found
 
 
+def machine():
+    """'CPU model, memory, OS' from /proc and /etc/os-release, as far as they can be read."""
+    parts = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+        if model:
+            parts.append(model)
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(next(line.split()[1] for line in f if line.startswith("MemTotal:")))
+        parts.append(f"{kib / 1024 / 1024:.1f} GiB RAM")
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        with open("/etc/os-release") as f:
+            name = next((line.split("=", 1)[1].strip().strip('"') for line in f if line.startswith("PRETTY_NAME=")), None)
+        if name:
+            parts.append(name)
+    except OSError:
+        pass
+    parts.append(f"{os.uname().sysname} {os.uname().release} {os.uname().machine}")
+    return ", ".join(parts)
+
+
 def load_average():
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -467,15 +499,16 @@ def load_average():
 
 def report(peers, classes, results, notes, args, context):
     lines = []
-    lines.append(f"Thumbnails fitting {args.size}×{args.size}, JPEG out; median of {args.repeat} runs, "
-                 "page cache warm.")
+    lines.append(f"Thumbnails fitting {args.size}×{args.size}, JPEG out; median of {args.repeat} runs "
+                 "(spread: fastest − slowest run ÷ median), page cache warm. Peak RSS: the largest process, "
+                 "over all runs.")
     lines.append("")
     for key, value in context:
         lines.append(f"- {key}: {value}")
     lines.append("")
-    lines.append("| class | peer | processes | images/s | peak RSS (MiB) | CPU ms/image "
+    lines.append("| class | peer | processes | images/s | spread | peak RSS (MiB) | CPU ms/image "
                  "| VipsLoad ÷ peer (images/s; > 1: VipsLoad faster) |")
-    lines.append("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    lines.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for cls in classes:
         own = None
         if results.get((cls.name, "vipsload")):
@@ -485,20 +518,20 @@ def report(peers, classes, results, notes, args, context):
                 continue
             where = f"{cls.name} ({context_dims(cls)})"
             if peer.unavailable:
-                lines.append(f"| {where} | {peer.label} | {peer.processes} | n/a | n/a | n/a | n/a |")
+                lines.append(f"| {where} | {peer.label} | {peer.processes} | n/a | | n/a | n/a | n/a |")
                 continue
             outcomes = results.get((cls.name, peer.key))
             if not outcomes:
                 continue
             summary, error = summarise(outcomes, len(cls.files))
             if error:
-                lines.append(f"| {where} | {peer.label} | {peer.processes} | failed | | | |")
+                lines.append(f"| {where} | {peer.label} | {peer.processes} | failed | | | | |")
                 notes.append(f"{peer.label} ×{peer.processes} on {cls.name} failed: {error}")
                 continue
-            rate, rss, cpu = summary
+            rate, spread, rss, cpu = summary
             ratio = f"{own[0] / rate:.2f}" if own else "n/a"
-            lines.append(f"| {where} | {peer.label} | {peer.processes} | {rate:.1f} | {rss:.1f} | {cpu:.1f} "
-                         f"| {ratio} |")
+            lines.append(f"| {where} | {peer.label} | {peer.processes} | {rate:.1f} | {spread:.0f}% | {rss:.1f} "
+                         f"| {cpu:.1f} | {ratio} |")
     unavailable = [f"{p.label} ×{p.processes}: {p.unavailable}" for p in peers if p.unavailable]
     if unavailable or notes:
         lines.append("")
@@ -586,8 +619,7 @@ def main():
     invocation = os.environ.get("PEERS_INVOCATION") or " ".join(["Benchmarks/peers.py", *sys.argv[1:]])
     context = [
         ("command", f"`{invocation}`"),
-        ("machine", f"{os.cpu_count()} cores ({args.jobs} used for the per-core peers), "
-                    f"{os.uname().sysname} {os.uname().release} {os.uname().machine}"),
+        ("machine", f"{os.cpu_count()} cores ({args.jobs} used for the per-core peers), {machine()}"),
         ("corpus", f"`{root}`, {sum(len(c.files) for c in classes)} files in the rows, "
                    f"{warmed / 1e6:.0f} MB read to warm the page cache"),
         ("versions", " · ".join(versions(args, resolve_imagemagick()))),
