@@ -402,7 +402,10 @@ def measure(peers, classes, args, scratch):
                     continue  # failed once: no point repeating it
                 out = tempfile.mkdtemp(prefix=f"{peer.key}-", dir=scratch)
                 commands, limit = peer.commands(cls, out)
-                outcome = run_processes(commands, limit, os.path.join(scratch, "stderr.log"))
+                handle, log = tempfile.mkstemp(prefix=f"{peer.key}-", suffix=".log", dir=scratch)
+                os.close(handle)
+                outcome = run_processes(commands, limit, log)
+                os.remove(log)
                 written = output_files(out)
                 expected = len({os.path.splitext(os.path.basename(p))[0] for p in cls.files})
                 if peer.key == "vipsload":
