@@ -31,12 +31,20 @@ Classes: each subfolder of DIR that holds images is a class; images directly in 
 their format. A JPEG class with both baseline and progressive files (told apart by the SOF marker)
 also gets the rows NAME/baseline and NAME/progressive.
 
+Measuring: the files are read once first (warm page cache); every measurement is repeated
+(--repeat, default 3; repeats interleaved across peers) and the median images/s is shown with the
+spread of the runs. Peak RSS is the largest ru_maxrss of any process of a run (os.wait4), over all
+runs; CPU ms/image sums user+system time of every process. Other processes' CPU use during each run
+is measured from /proc/stat; a run they disturbed (> --busy-limit of the cores) is redone up to
+--retry-busy times, the least disturbed attempt kept, and the report states how busy they were.
+
 The table's last column is VipsLoad's images/s divided by the peer's, so above 1 VipsLoad is faster.
 """
 
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -680,6 +688,8 @@ def main():
             parser.error(f"unknown peer {', '.join(unknown)} (there are: {', '.join(p.key for p in peers)})")
         peers = [p for p in peers if p.key in wanted]
 
+    # SIGTERM ends the run like Ctrl-C does: through the finally below, which removes the scratch folder.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scratch = tempfile.mkdtemp(prefix="vipsload-peers-", dir=args.scratch)
     try:
         print(f"peers: {root}: " + ", ".join(f"{c.name} ({len(c.files)})" for c in classes), file=sys.stderr)
