@@ -519,6 +519,8 @@ def versions(args, magick):
         return text.splitlines()[0] if text else None
 
     found = []
+    if os.environ.get("PEERS_REVISION"):
+        found.append(f"VipsLoad {os.environ['PEERS_REVISION']}")
     if (vips := first_line(["vips", "--version"])):
         found.append(vips.replace("vips-", "libvips "))
     if magick and (im := first_line([*magick, "-version"])):

@@ -44,6 +44,9 @@ cd "$root"
 swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2
 bin="$(swift build -c release --show-bin-path)/vipsload"
 
-# The command as typed, for the report (the --vipsload path below is this script's doing).
+# The command as typed and the sources' revision, for the report.
 export PEERS_INVOCATION="Benchmarks/peers.sh${*:+ $*}"
+PEERS_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+git -C "$root" diff --quiet HEAD -- Sources Package.swift CVipsShim 2>/dev/null || PEERS_REVISION+=" + local changes"
+export PEERS_REVISION
 exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" "$@"
