@@ -25,9 +25,12 @@ let package = Package(
         // The command-line tool.
         .executableTarget(name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
-        .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore"], path: "Tests/VipsLoadTests"),
+        // A real HTTP server on 127.0.0.1, shared by the library and CLI tests.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
+        .testTarget(name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.
-        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload", "TestSupport"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,6 +10,8 @@
 #define CVIPS_SHIM_H
 
 #include <vips/vips.h>
+/* mallopt and its M_* constants, for VipsRuntime.tuneAllocatorForImageWork (glibc). */
+#include <malloc.h>
 
 /* VIPS_INIT is a macro (ABI check + vips_init). */
 static inline int vl_init(const char *argv0) { return VIPS_INIT(argv0); }

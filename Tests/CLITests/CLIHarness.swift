@@ -17,14 +17,22 @@ struct CLIHarness {
             .deletingLastPathComponent().appendingPathComponent("vipsload")
     }
 
-    static func run(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing).
+    static func run(_ arguments: [String], stdin: Data = Data(), file: StaticString = #filePath, line: UInt = #line) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        let out = Pipe(), err = Pipe()
+        let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
+        process.standardInput = input
+        // A child that exits without reading its input must not kill the tests with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         try process.run()
+        DispatchQueue.global().async {
+            try? input.fileHandleForWriting.write(contentsOf: stdin)
+            try? input.fileHandleForWriting.close()
+        }
         // Read both pipes before waiting, so a large output cannot block the child.
         let group = DispatchGroup()
         nonisolated(unsafe) var outData = Data(), errData = Data()

@@ -28,12 +28,14 @@ public struct Bitmap: Sendable {
     ///
     /// - Throws: `.invalidArgument` when the byte count does not match the size.
     public init(width: Int, height: Int, channels: Int, scale: Double = 1, pixels: some ContiguousBytes) throws(VipsError) {
-        guard width > 0, height > 0, channels == 3 || channels == 4, scale > 0 else {
-            throw VipsError(.invalidArgument, "bitmap must be at least 1×1 with 3 or 4 channels and a positive scale")
+        guard width > 0, height > 0, channels == 3 || channels == 4, scale > 0, scale.isFinite else {
+            throw VipsError(.invalidArgument, "bitmap must be at least 1×1 with 3 or 4 channels and a positive, finite scale")
         }
-        let expected = width.multipliedReportingOverflow(by: height)
+        // Overflow-checked, so an absurd size is an argument error, not a trap.
+        let pixelCount = width.multipliedReportingOverflow(by: height)
+        let byteCount = pixelCount.partialValue.multipliedReportingOverflow(by: channels)
         let storage: PixelStorage? = pixels.withUnsafeBytes { raw in
-            guard !expected.overflow, raw.count == expected.partialValue * channels else { return nil }
+            guard !pixelCount.overflow, !byteCount.overflow, raw.count == byteCount.partialValue else { return nil }
             return PixelStorage(copying: raw)
         }
         guard let storage else {

@@ -25,14 +25,15 @@ public struct DecodeLimits: Sendable, Hashable {
         }
     }
 
-    /// Throws `.tooLarge` when the header breaks a limit.
-    func check(_ info: ImageInfo, pageHeight: Int, label: String) throws(VipsError) {
-        let (pixels, overflow) = info.width.multipliedReportingOverflow(by: pageHeight)
+    /// Throws `.tooLarge` when the header breaks a limit. `info` gives one
+    /// page's size as displayed; orientation swaps the sides, not the count.
+    func check(_ info: ImageInfo, label: String) throws(VipsError) {
+        let (pixels, overflow) = info.width.multipliedReportingOverflow(by: info.height)
         if overflow || pixels > maxPixelCount {
-            throw VipsError(.tooLarge, "\(label): \(info.width)×\(pageHeight) px exceeds the limit of \(maxPixelCount) pixels")
+            throw VipsError(.tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxPixelCount) pixels")
         }
-        if info.width > maxDimension || pageHeight > maxDimension {
-            throw VipsError(.tooLarge, "\(label): \(info.width)×\(pageHeight) px exceeds the limit of \(maxDimension) px a side")
+        if info.width > maxDimension || info.height > maxDimension {
+            throw VipsError(.tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxDimension) px a side")
         }
         if info.pages > maxPages {
             throw VipsError(.tooLarge, "\(label): \(info.pages) pages exceeds the limit of \(maxPages)")

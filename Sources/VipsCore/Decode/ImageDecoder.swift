@@ -20,9 +20,11 @@ public struct ImageDecoder: Sendable {
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
         try VipsRuntime.start()
         try admit(input)
-        return try input.withSource { source throws(VipsError) in
+        let info = try input.withSource { source throws(VipsError) in
             try probe(source, label: input.label).info
         }
+        VipsRuntime.discardErrorMessages()
+        return info
     }
 
     // MARK: - Decode
@@ -42,22 +44,43 @@ public struct ImageDecoder: Sendable {
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, label: label)
-            var image = header.image
+            guard let box = size.pixelBox(scale: scale) else {
+                return try finish(header.image, width: header.info.width, height: header.info.height,
+                                  allowUpscale: allowUpscale, scale: scale, label: label)
+            }
             let (width, height): (Int, Int)
-            if let box = size.pixelBox(scale: scale) {
+            if allowUpscale {
+                try checkUpscale(header.info, box: box, label: label)
                 (width, height) = (box.width, box.height)
-                if let shrunk = try shrinkOnLoad(source, header: header, box: box, label: label) {
-                    image = shrunk
-                }
             } else {
-                (width, height) = (header.info.width, header.info.height)
+                // A box side beyond the image changes nothing when shrinking
+                // only; clamping keeps huge boxes inside libvips' coordinate range.
+                (width, height) = (min(box.width, header.info.width), min(box.height, header.info.height))
             }
-            let sized = try image.apply(decodeErrorKind, "\(label): decode") {
-                vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
-                                   allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
+            if let dcOnly = progressiveDCOnly(input, header: header, box: box) {
+                // Decode the shortened stream instead; nested so its bytes outlive every lazy step.
+                return try ImageInput.data(dcOnly).withSource { shortened throws(VipsError) in
+                    let image = try load(shortened, shrink: 8, label: label)
+                    return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
+                }
             }
-            return try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+            let image = try shrinkOnLoad(source, header: header, box: box, label: label) ?? header.image
+            return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
         }
+    }
+
+    /// Resizes to fit width × height (upright, colour-managed) and materialises 8-bit sRGB pixels.
+    private func finish(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
+                        label: String) throws(VipsError) -> Bitmap {
+        let sized = try image.apply(decodeErrorKind, "\(label): decode") {
+            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
+                               allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
+        }
+        let bitmap = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+        // A lenient decode of damaged data succeeds but leaves libvips' text behind;
+        // clear it so it cannot be blamed on the next, unrelated failure.
+        VipsRuntime.discardErrorMessages()
+        return bitmap
     }
 
     /// Downscales a bitmap in memory to fit `size`, without any decode.
@@ -66,11 +89,15 @@ public struct ImageDecoder: Sendable {
     /// is never larger than the input.
     public func resize(_ bitmap: Bitmap, to size: TargetSize, scale: Double) throws(VipsError) -> Bitmap {
         try VipsRuntime.start()
+        guard size.isValid, scale > 0, scale.isFinite else {
+            throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
+        }
         guard let box = size.pixelBox(scale: scale) else { return bitmap.withScale(scale) }
-        guard size.isValid, scale > 0 else { throw VipsError(.invalidArgument, "target size \(size) is not valid") }
         let image = try Self.image(wrapping: bitmap)
+        // Clamped to the bitmap, as in `decode`: it only ever shrinks.
+        let (width, height) = (min(box.width, bitmap.width), min(box.height, bitmap.height))
         let sized = try image.apply(.internal, "resize") {
-            vl_thumbnail_image($0, $1, Int32(clamping: box.width), Int32(clamping: box.height), VIPS_SIZE_DOWN, 1)
+            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
         }
         return try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
             try Self.materialise(sized, scale: scale, label: "resize")
@@ -105,11 +132,7 @@ public struct ImageDecoder: Sendable {
 
     /// Opens the header (no pixels yet) and checks the limits.
     private func probe(_ source: UnsafeMutablePointer<VipsSource>, label: String) throws(VipsError) -> Header {
-        let image = try VipsImageHandle.make(.corruptData, "\(label)") {
-            let loaded = vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn)
-            $0.pointee = loaded
-            return loaded == nil ? -1 : 0
-        }
+        let image = try Self.load(label) { vl_load_source(source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
         let orientation = min(8, max(1, image.int("orientation") ?? 1))
         let swap = orientation >= 5
@@ -119,7 +142,7 @@ public struct ImageDecoder: Sendable {
             width: swap ? pageHeight : image.width, height: swap ? image.width : pageHeight,
             format: ImageFormat.fromLoader(loader), bands: image.bands, hasAlpha: image.hasAlpha,
             orientation: orientation, pages: pages)
-        try options.limits.check(info, pageHeight: pageHeight, label: label)
+        try options.limits.check(info, label: label)
         return Header(image: image, info: info, loader: loader)
     }
 
@@ -127,26 +150,77 @@ public struct ImageDecoder: Sendable {
     private func shrinkOnLoad(_ source: UnsafeMutablePointer<VipsSource>, header: Header,
                               box: (width: Int, height: Int), label: String) throws(VipsError) -> VipsImageHandle? {
         // How much smaller the output is than the source (≥ 1 means a shrink).
-        let factor = min(Double(header.info.width) / Double(box.width),
+        // The image is fitted inside the box, so the side that needs the larger
+        // shrink decides; the other side then lies within the box.
+        let factor = max(Double(header.info.width) / Double(box.width),
                          Double(header.info.height) / Double(box.height))
         let allowed = factor / options.shrinkOnLoad.margin
         switch header.info.format {
         case .jpeg:
-            guard let shrink = [8, 4, 2].first(where: { Double($0) <= allowed }) else { return nil }
-            return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
-                $0.pointee = loaded
-                return loaded == nil ? -1 : 0
-            }
+            guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
+            return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
-            return try VipsImageHandle.make(.corruptData, label) {
-                let loaded = vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
-                $0.pointee = loaded
-                return loaded == nil ? -1 : 0
-            }
+            return try Self.load(label) { vl_load_source_scale(source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
         default:
             return nil
         }
+    }
+
+    /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
+    private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
+        try Self.load(label) { vl_load_source_shrink(source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
+    }
+
+    /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
+    private static func jpegShrink(allowed: Double) -> Int? {
+        [8, 4, 2].first(where: { Double($0) <= allowed })
+    }
+
+    /// The DC-only bytes of a progressive JPEG that will be decoded at 1/8
+    /// (see `ProgressiveJPEGFilter`), or nil when that does not apply: quality
+    /// mode, strict mode (every scan must be checked), baseline files, smaller shrinks.
+    private func progressiveDCOnly(_ input: ImageInput, header: Header, box: (width: Int, height: Int)) -> Data? {
+        guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
+              header.image.int("jpeg-multiscan") == 1 else { return nil }
+        let factor = max(Double(header.info.width) / Double(box.width), Double(header.info.height) / Double(box.height))
+        guard Self.jpegShrink(allowed: factor / options.shrinkOnLoad.margin) == 8 else { return nil }
+        switch input {
+        case .data(let data):
+            return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
+        case .file(let path):
+            guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else { return nil }
+            return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
+        }
+    }
+
+    /// An upscale is sized by the caller, not the file, but its output obeys
+    /// the same limits: a huge box must not allocate without bound.
+    private func checkUpscale(_ info: ImageInfo, box: (width: Int, height: Int), label: String) throws(VipsError) {
+        let fit = min(Double(box.width) / Double(info.width), Double(box.height) / Double(info.height))
+        guard fit > 1 else { return }
+        func side(_ pixels: Int) -> Int { Int(min((Double(pixels) * fit).rounded(), Double(Int32.max))) }
+        var output = info
+        (output.width, output.height) = (side(info.width), side(info.height))
+        try options.limits.check(output, label: "\(label) upscaled")
+    }
+
+    /// Runs a libvips loader; a failure is classified by libvips' wording.
+    static func load(_ label: String, _ open: () -> UnsafeMutablePointer<VipsImage>?) throws(VipsError) -> VipsImageHandle {
+        guard let loaded = open() else {
+            let message = VipsRuntime.takeErrorMessage(default: "libvips gave no reason")
+            let kind = kind(forDecodeFailure: message)
+            let detail: String
+            if message.contains("magickload") {
+                // libvips offers data its own loader refused to ImageMagick, which is blocked.
+                detail = "the data is not a readable image of its format (\(message))"
+            } else if kind == .unsupportedFormat {
+                detail = "\(message) (untrusted loaders are off; see VipsRuntime.setUntrustedLoadersAllowed)"
+            } else {
+                detail = message
+            }
+            throw VipsError(kind, "\(label): \(detail)")
+        }
+        return VipsImageHandle(loaded)
     }
 
     /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
@@ -215,9 +289,13 @@ public struct ImageDecoder: Sendable {
         return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
-    /// Tells truncation from other corruption by libvips' wording.
+    /// Tells truncation from other corruption by libvips' wording. A loader
+    /// blocked as untrusted means the format is not enabled, not bad data;
+    /// except ImageMagick, which libvips tries when the format's own loader
+    /// refused the data.
     static func kind(forDecodeFailure message: String) -> VipsError.Kind {
         let lower = message.lowercased()
+        if lower.contains("operation is blocked") && !lower.contains("magickload") { return .unsupportedFormat }
         let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
         return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
     }

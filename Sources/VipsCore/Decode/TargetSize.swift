@@ -8,9 +8,15 @@ public enum TargetSize: Sendable, Hashable, CustomStringConvertible {
     /// Fit inside a width × height box, keeping the aspect ratio.
     case fit(width: Int, height: Int)
 
-    /// The pixel box for `scale`, or nil for `.original`.
+    /// The pixel box for `scale`, or nil for `.original`. Each side is at
+    /// least 1 and at most `Int32.max` (libvips' coordinate type), so no size
+    /// or scale can trap the conversion; a NaN scale gives 1.
     public func pixelBox(scale: Double) -> (width: Int, height: Int)? {
-        func px(_ points: Int) -> Int { max(1, Int((Double(points) * scale).rounded())) }
+        func px(_ points: Int) -> Int {
+            let pixels = (Double(points) * scale).rounded()
+            if pixels.isNaN || pixels < 1 { return 1 }
+            return pixels < Double(Int32.max) ? Int(pixels) : Int(Int32.max)
+        }
         switch self {
         case .original: return nil
         case .maxPixelSize(let side): return (px(side), px(side))

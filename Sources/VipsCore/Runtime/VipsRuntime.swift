@@ -40,6 +40,22 @@ public enum VipsRuntime {
         vips_block_untrusted_set(allowed ? 0 : 1)
     }
 
+    /// Tunes glibc's allocator for a process that decodes many images on
+    /// several threads. Opt-in, for applications (the `vipsload` CLI calls it);
+    /// a library should not change its host's allocator behind its back.
+    ///
+    /// Why: libjpeg allocates whole-image buffers for progressive files (36 MB
+    /// for 12 megapixels) and libvips many mid-sized ones, from whichever
+    /// thread decodes. By default glibc gives each thread its own arena and
+    /// keeps freed memory there, so peak RSS grows with threads × largest image
+    /// and never falls. Two arenas and a fixed 256 KiB mmap threshold (large
+    /// blocks go back to the kernel when freed) measured 30–50 % lower peak RSS
+    /// in `vipsload bench`, at no measurable throughput cost.
+    public static func tuneAllocatorForImageWork(arenas: Int = 2, mmapThreshold: Int = 256 << 10) {
+        _ = mallopt(M_ARENA_MAX, Int32(clamping: max(1, arenas)))
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: max(4096, mmapThreshold)))
+    }
+
     /// Starts libvips if needed; throws when the library cannot start.
     public static func start() throws(VipsError) {
         if let failure = startup.failure { throw failure }
@@ -66,6 +82,15 @@ public enum VipsRuntime {
         return text.count > 1_000 ? String(text.prefix(1_000)) + "…" : text
     }
 
+    /// Empties the error buffer after a call that succeeded.
+    ///
+    /// Lenient decodes succeed with libjpeg's warnings ("premature end of
+    /// JPEG file") left in the buffer; kept, they would be taken as the reason
+    /// for the next failure, and could even decide its kind.
+    static func discardErrorMessages() {
+        vips_error_clear()
+    }
+
     // MARK: - Start-up
 
     private static let warnings = Atomic<Int>(0)
@@ -90,12 +115,16 @@ public enum VipsRuntime {
         vips_concurrency_set(1)
         // Hostile input is the normal case: untrusted loaders stay off unless asked.
         vips_block_untrusted_set(1)
-        // Route libvips' GLib warnings away from stderr and count them instead.
+        // Route libvips' GLib messages away from stderr; count the warnings.
+        // Info and debug messages (libvips narrating every thumbnail step)
+        // are swallowed without counting: they are not problems.
         let levels = GLogLevelFlags(
             rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue
                 | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue)
-        _ = g_log_set_handler("VIPS", levels, { _, _, _, _ in
-            VipsRuntime.warnings.add(1, ordering: .relaxed)
+        _ = g_log_set_handler("VIPS", levels, { _, level, _, _ in
+            if level.rawValue & G_LOG_LEVEL_WARNING.rawValue != 0 {
+                VipsRuntime.warnings.add(1, ordering: .relaxed)
+            }
         }, nil)
         return Startup(failure: nil)
     }()

@@ -38,4 +38,13 @@ public final class ImageData: Sendable {
 public protocol ImageDataLoading: Sendable {
     /// Loads the encoded bytes for `source`.
     func loadData(for source: ImageSource) async throws -> ImageData
+
+    /// The loader's network and disk-cache counters, which
+    /// `ImagePipeline.metrics` includes; nil (the default) for a loader that
+    /// keeps none.
+    var networkMetrics: HTTPLoaderMetrics? { get }
+}
+
+extension ImageDataLoading {
+    public var networkMetrics: HTTPLoaderMetrics? { nil }
 }

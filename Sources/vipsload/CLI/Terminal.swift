@@ -1,6 +1,7 @@
 import Foundation
+import VipsBench
 
-/// Output helpers: stdout/stderr lines, JSON values and a progress line that
+/// Output helpers: stdout/stderr lines, JSON objects and a progress line that
 /// is shown only when stderr is a terminal.
 enum Terminal {
     static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
@@ -25,25 +26,8 @@ enum Terminal {
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
     }
 
-    /// A JSON string literal.
-    static func json(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-
     /// A JSON object from ordered key/value pairs whose values are already JSON.
     static func jsonObject(_ pairs: [(String, String)]) -> String {
-        "{" + pairs.map { "\(json($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+        "{" + pairs.map { "\(JSONText.string($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 }

@@ -1,3 +1,4 @@
+import VipsBench
 import VipsCore
 
 /// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
@@ -25,18 +26,18 @@ enum InfoCommand {
         var failed = false
         for item in InputCollector.collect(parsed.positional) {
             do {
-                let info = try decoder.info(.file(item.path))
-                Terminal.out(json ? jsonLine(item.path, info) : textLine(item.path, info))
+                let info = try decoder.info(.file(item.input))
+                Terminal.out(json ? jsonLine(item.input, info) : textLine(item.input, info))
             } catch {
                 failed = true
                 if json {
                     Terminal.out(Terminal.jsonObject([
-                        ("input", Terminal.json(item.path)),
-                        ("error", Terminal.jsonObject([("kind", Terminal.json(error.kind.rawValue)),
-                                                       ("message", Terminal.json(error.message))])),
+                        ("input", JSONText.string(item.input)),
+                        ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
+                                                       ("message", JSONText.string(error.message))])),
                     ]))
                 } else {
-                    Terminal.out("\(item.path): error: \(error.kind): \(error.message)")
+                    Terminal.out("\(item.input): error: \(error.kind): \(error.message)")
                 }
             }
         }
@@ -51,10 +52,10 @@ enum InfoCommand {
 
     static func jsonLine(_ path: String, _ info: ImageInfo) -> String {
         Terminal.jsonObject([
-            ("input", Terminal.json(path)),
+            ("input", JSONText.string(path)),
             ("width", String(info.width)),
             ("height", String(info.height)),
-            ("format", Terminal.json(info.format.rawValue)),
+            ("format", JSONText.string(info.format.rawValue)),
             ("bands", String(info.bands)),
             ("hasAlpha", String(info.hasAlpha)),
             ("orientation", String(info.orientation)),

@@ -2,16 +2,25 @@ import Dispatch
 import Foundation
 import Synchronization
 import VipsCore
+import VipsLoad
 
 /// `vipsload thumb`: a thumbnail of every input, written to a folder, in parallel.
+///
+/// Local files are decoded straight by `ImageDecoder` on
+/// `DispatchQueue.concurrentPerform` threads (nothing to coalesce or cache,
+/// and the fastest path measured); `http(s)` URLs go through an
+/// `ImagePipeline`, which downloads them (through the disk cache with
+/// `--cache-dir`) while the files are being decoded.
 enum ThumbCommand {
     static let usage = """
         usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
-                              [--jobs N] [--strict] [--max-pixels N] INPUT...
+                              [--jobs N] [--input-list FILE|-] [--cache-dir DIR]
+                              [--strict] [--max-pixels N] [INPUT...]
 
         Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
-        DIR as <input name without extension>.<format>. Folders are searched
-        recursively for images; their sub-folders are kept under DIR. Inputs are
+        DIR as <input name without extension>.<format>. An input is a file, a folder
+        (searched recursively for images; its sub-folders are kept under DIR) or an
+        http(s) URL (named after the URL's last path component). Inputs are
         processed in parallel; a failed input is reported on stderr and the rest
         carry on.
 
@@ -20,17 +29,40 @@ enum ThumbCommand {
           --format F         jpeg, png or webp (default jpeg)
           --quality Q        JPEG/WebP quality 1-100 (default 80)
           --jobs N           images processed at once (default: the number of cores)
+          --input-list FILE  also read inputs from FILE ('-' for standard input), one
+                             per line; blank lines and lines starting with # are skipped
+          --cache-dir DIR    keep downloaded images in a disk cache in DIR (created when
+                             missing, at most 512 MiB), and use what is there: fresh
+                             entries are not downloaded again, stale ones revalidated
         \(DecoderFlags.help)
 
         Exit status: 0 when every input was written, 1 when any failed, 2 on usage errors.
         """
 
-    static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
-        let parser = ArgumentParser(valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs"]),
-                                    flagOptions: DecoderFlags.flagOptions)
+    /// One thumbnail to make: where from, and the output path relative to the output folder.
+    private struct Job {
+        let item: InputCollector.Item
+        let output: String
+    }
+
+    /// What every job needs to make and write its thumbnail.
+    private struct Settings {
+        let size: Int
+        let format: ImageEncoder.Format
+        let outputFolder: URL
+        let jobs: Int
+        let decodeOptions: DecodeOptions
+    }
+
+    static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
+        let parser = ArgumentParser(
+            valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir"]),
+            flagOptions: DecoderFlags.flagOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
-        guard !parsed.positional.isEmpty else { throw ArgumentParser.UsageError(description: "no INPUT given") }
+        guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
+            throw ArgumentParser.UsageError(description: "no INPUT given")
+        }
         let size = try parsed.int("size", default: 256, in: 1...65_500)
         let quality = try parsed.int("quality", default: 80, in: 1...100)
         let jobs = try parsed.int("jobs", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
@@ -40,43 +72,118 @@ enum ThumbCommand {
         case "webp": format = .webp(quality: quality)
         default: format = .jpeg(quality: quality)
         }
-        let outputFolder = URL(fileURLWithPath: parsed.value("out") ?? "thumbnails")
-        let decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
+        let settings = Settings(size: size, format: format, outputFolder: URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
+                                jobs: jobs, decodeOptions: try DecoderFlags.options(parsed))
 
-        let items = InputCollector.collect(parsed.positional)
+        var inputs = parsed.positional
+        if let list = parsed.value("input-list") {
+            do throws(VipsError) {
+                inputs += try InputCollector.readList(list)
+            } catch {
+                Terminal.err("vipsload thumb: \(error.message)")
+                return 1
+            }
+        }
         var namer = OutputNamer(fileExtension: format.fileExtension)
-        let jobsList = items.map { (input: $0.path, output: namer.name(for: $0.outputStem)) }
+        let jobsList = InputCollector.collect(inputs, recognisingURLs: true)
+            .map { Job(item: $0, output: namer.name(for: $0.outputStem)) }
         do {
-            try FileManager.default.createDirectory(at: outputFolder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: settings.outputFolder, withIntermediateDirectories: true)
         } catch {
-            Terminal.err("vipsload thumb: cannot create \(outputFolder.path): \(error.localizedDescription)")
+            Terminal.err("vipsload thumb: cannot create \(settings.outputFolder.path): \(error.localizedDescription)")
             return 1
         }
 
         let progress = Progress(total: jobsList.count)
-        let next = Atomic<Int>(0)
         let start = DispatchTime.now()
-        DispatchQueue.concurrentPerform(iterations: min(jobs, max(1, jobsList.count))) { _ in
-            while true {
-                let index = next.add(1, ordering: .relaxed).oldValue
-                guard index < jobsList.count else { return }
-                let job = jobsList[index]
-                do throws(VipsError) {
-                    let bitmap = try decoder.decode(.file(job.input), size: .maxPixelSize(size))
-                    let data = try ImageEncoder().encode(bitmap, as: format)
-                    try write(data, to: outputFolder.appendingPathComponent(job.output))
-                    progress.finished(failed: false)
-                } catch {
-                    progress.report(failure: "vipsload thumb: \(job.input): \(error.kind): \(error.message)")
-                }
+        var files: [Job] = []
+        var downloads: [(Job, URL)] = []
+        for job in jobsList {
+            switch job.item.location {
+            case .file: files.append(job)
+            case .url(let url): downloads.append((job, url))
+            case .invalidURL: progress.report(failure: "vipsload thumb: \(job.item.input): \(VipsError.Kind.invalidArgument): not a valid URL")
             }
         }
+        // Downloads (and their results) proceed while the files are decoded.
+        async let downloaded: Void = thumbnailURLs(downloads, settings, cacheFolder: parsed.value("cache-dir"), progress)
+        await thumbnailFiles(files, settings, progress)
+        await downloaded
         Terminal.endProgress()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let (done, failed) = progress.counts
         Terminal.err(String(format: "vipsload thumb: %d written, %d failed, %.2f s, %.1f images/s",
                             done, failed, seconds, seconds > 0 ? Double(done + failed) / seconds : 0))
         return failed > 0 ? 1 : 0
+    }
+
+    /// Decodes, encodes and writes every file on `settings.jobs` threads; returns when all are done.
+    private static func thumbnailFiles(_ files: [Job], _ settings: Settings, _ progress: Progress) async {
+        guard !files.isEmpty else { return }
+        let decoder = ImageDecoder(options: settings.decodeOptions)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // A GCD thread, not the Swift concurrency pool: concurrentPerform blocks until the last file.
+            DispatchQueue.global().async {
+                let next = Atomic<Int>(0)
+                DispatchQueue.concurrentPerform(iterations: min(settings.jobs, files.count)) { _ in
+                    while true {
+                        let index = next.add(1, ordering: .relaxed).oldValue
+                        guard index < files.count else { return }
+                        let job = files[index]
+                        guard case .file(let path) = job.item.location else { continue }
+                        do throws(VipsError) {
+                            let bitmap = try decoder.decode(.file(path), size: .maxPixelSize(settings.size))
+                            let data = try ImageEncoder().encode(bitmap, as: settings.format)
+                            try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
+                            progress.finished(failed: false)
+                        } catch {
+                            progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
+                        }
+                    }
+                }
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Downloads and decodes every URL through a pipeline, and encodes and
+    /// writes each thumbnail as its bitmap arrives; returns when all are done.
+    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cacheFolder: String?,
+                                      _ progress: Progress) async {
+        guard !downloads.isEmpty else { return }
+        let pipeline = makePipeline(settings, cacheFolder: cacheFolder)
+        let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
+        for await result in pipeline.images(for: requests) {
+            let job = downloads[result.index].0
+            do throws(VipsError) {
+                let bitmap: Bitmap
+                switch result.result {
+                case .success(let decoded): bitmap = decoded
+                case .failure(let error as VipsError): throw error
+                case .failure(let error): throw VipsError(.internal, "\(error)")
+                }
+                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
+                progress.finished(failed: false)
+            } catch {
+                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
+            }
+        }
+    }
+
+    /// The pipeline for URL inputs: no memory cache (each image is needed
+    /// once), the disk cache in `cacheFolder` when given and usable.
+    private static func makePipeline(_ settings: Settings, cacheFolder: String?) -> ImagePipeline {
+        var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
+                                                        decodeOptions: settings.decodeOptions)
+        if let cacheFolder {
+            do throws(VipsError) {
+                configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cacheFolder))
+            } catch {
+                // The images can still be downloaded: say so and carry on uncached.
+                Terminal.err("vipsload thumb: not caching downloads: \(error.message)")
+            }
+        }
+        return ImagePipeline(configuration: configuration)
     }
 
     /// Writes atomically (temporary file, then rename) so no half-written thumbnail is ever seen.

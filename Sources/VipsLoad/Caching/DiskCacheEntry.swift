@@ -1,0 +1,35 @@
+import Foundation
+
+/// The metadata of one disk-cache entry: which source it holds, how to check
+/// its bytes, and the HTTP validators and freshness it was stored with.
+///
+/// Stored as a small JSON file beside the body; its modification time is the
+/// entry's last access, which the LRU sweep orders by.
+public struct DiskCacheEntry: Sendable, Hashable, Codable {
+    /// The source key (`ImageSource.key`) the entry stores.
+    public let key: String
+    /// The body's size in bytes.
+    public let byteCount: Int
+    /// When the body was stored.
+    public let storedAt: Date
+    /// The HTTP response's validators and freshness; nil for data stored without HTTP.
+    public internal(set) var http: HTTPCacheMetadata?
+
+    /// The metadata layout; entries of another version are misses.
+    let version: Int
+    /// The body's file name inside the entries folder (unique per write, so a
+    /// replacement never changes a body a reader may hold).
+    let bodyFile: String
+    /// Checksum of every byte (`ContentChecksum`).
+    let checksum: String
+    /// Checksum of the start, middle and end windows, for large entries.
+    let sampledChecksum: String
+
+    static let currentVersion = 1
+
+    /// Whether the entry may be served without asking the server: entries
+    /// stored without HTTP metadata are always fresh.
+    public func isFresh(at date: Date = Date()) -> Bool {
+        http?.isFresh(at: date) ?? true
+    }
+}

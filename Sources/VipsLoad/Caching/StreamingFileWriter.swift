@@ -1,0 +1,157 @@
+import Foundation
+import Synchronization
+
+/// A new file that bytes are appended to as they arrive, counted on the way,
+/// with its first bytes kept for format sniffing.
+///
+/// Writing does nothing else: FoundationNetworking delivers body chunks with
+/// no back-pressure, so any work here that is slower than the network piles
+/// the chunks up in memory. Checksums are computed from the finished file.
+///
+/// Deletes its file when released, unless `finish()` handed the file over.
+final class StreamingFileWriter: Sendable {
+    /// The file's path.
+    let path: String
+
+    /// What was written, once the file is complete.
+    struct Summary: Sendable {
+        let byteCount: Int
+        /// Up to 32 leading bytes.
+        let prefix: [UInt8]
+    }
+
+    private struct State {
+        var fd: Int32
+        var byteCount = 0
+        var prefix: [UInt8] = []
+        var handedOver = false
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a new file named `<namePrefix><random>` in `directory` (which must exist).
+    init(directory: String, namePrefix: String) throws(VipsError) {
+        var fd: Int32 = -1
+        var candidate = ""
+        for _ in 0..<8 {
+            candidate = directory + "/" + namePrefix + Self.randomName()
+            // Readable too, so the bytes can be copied elsewhere through this
+            // descriptor even after the file's name has been deleted.
+            fd = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else {
+            throw VipsError(.io, "cannot create \(candidate): \(String(cString: strerror(errno)))")
+        }
+        path = candidate
+        state = Mutex(State(fd: fd))
+    }
+
+    deinit {
+        state.withLock { state in
+            if state.fd >= 0 { close(state.fd) }
+            if !state.handedOver { unlink(path) }
+        }
+    }
+
+    /// Bytes written so far.
+    var byteCount: Int { state.withLock { $0.byteCount } }
+
+    /// The first (up to 32) bytes written, for format sniffing.
+    var leadingBytes: [UInt8] { state.withLock { $0.prefix } }
+
+    /// Appends `bytes`.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(VipsError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        try state.withLock { (state: inout State) throws(VipsError) in
+            guard state.fd >= 0 else { throw VipsError(.io, "\(path): write after close") }
+            var offset = 0
+            while offset < bytes.count {
+                let n = Foundation.write(state.fd, base + offset, bytes.count - offset)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw VipsError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+                offset += n
+            }
+            if state.prefix.count < 32 {
+                state.prefix.append(contentsOf: bytes.prefix(32 - state.prefix.count))
+            }
+            state.byteCount += bytes.count
+        }
+    }
+
+    /// Appends `data`.
+    func write(_ data: Data) throws(VipsError) {
+        let result: Result<Void, VipsError> = data.withUnsafeBytes { bytes in
+            do throws(VipsError) { try write(bytes); return .success(()) } catch { return .failure(error) }
+        }
+        try result.get()
+    }
+
+    /// Appends the bytes written to this file so far to `other` (after a
+    /// failed write, only the bytes counted as written). Reads through the
+    /// open descriptor, so it works after the file's name was deleted; not
+    /// after `finish()`.
+    func copyWritten(to other: StreamingFileWriter) throws(VipsError) {
+        let (fd, count) = state.withLock { ($0.fd, $0.byteCount) }
+        guard fd >= 0 else { throw VipsError(.io, "\(path): copy after close") }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var offset = 0
+        while offset < count {
+            let want = min(buffer.count, count - offset)
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw VipsError(.io, "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "shorter than written")")
+            }
+            let written: Result<Void, VipsError> = buffer.withUnsafeBytes { bytes in
+                do throws(VipsError) {
+                    try other.write(UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            try written.get()
+            offset += n
+        }
+    }
+
+    /// Whether the file's name has been deleted while it was open (its
+    /// folder removed): its bytes are then reachable only through this writer.
+    var isUnlinked: Bool {
+        state.withLock { state in
+            guard state.fd >= 0 else { return false }
+            var info = stat()
+            return fstat(state.fd, &info) == 0 && info.st_nlink == 0
+        }
+    }
+
+    /// Closes the file and hands it over to the caller, who now owns (and deletes) it.
+    func finish() throws(VipsError) -> Summary {
+        try state.withLock { (state: inout State) throws(VipsError) -> Summary in
+            if state.fd >= 0 {
+                let status = close(state.fd)
+                state.fd = -1
+                guard status == 0 else { throw VipsError(.io, "cannot close \(path): \(String(cString: strerror(errno)))") }
+            }
+            state.handedOver = true
+            return Summary(byteCount: state.byteCount, prefix: state.prefix)
+        }
+    }
+
+    /// Closes and deletes the file now.
+    func discard() {
+        state.withLock { state in
+            if state.fd >= 0 { close(state.fd) }
+            state.fd = -1
+            if !state.handedOver { unlink(path) }
+            state.handedOver = true
+        }
+    }
+
+    /// 16 random hex digits.
+    static func randomName() -> String {
+        let hex = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Loads `http(s)` URLs: streams each body to a file (a disk-cache entry, or
+/// a temporary file when caching is off) so the decoder reads it from disk
+/// and a large image never sits whole in memory.
+///
+/// - One shared `URLSession`, at most `maxConcurrentDownloads` at once, an idle
+///   and a whole-transfer timeout, bounded redirects.
+/// - Concurrent loads of one URL share one download and one `ImageData`;
+///   cancelling the last caller cancels the network task.
+/// - Only a complete, non-empty 2xx body whose first bytes are an image format
+///   is returned or cached; everything else is a typed `VipsError` (status,
+///   reason), and nothing of a failed download is kept.
+/// - With a `DiskCache`: fresh entries are served without a request, stale
+///   ones are revalidated (`If-None-Match` / `If-Modified-Since`) and reused on
+///   `304`, following `Cache-Control`, `Expires` and `no-store`.
+/// - A cache the file system refuses (disk full, read-only, folder deleted)
+///   costs the caching, not the image: the body moves to a temporary file and
+///   is delivered uncached, without a second download.
+public final class HTTPDataLoader: ImageDataLoading {
+    public let configuration: Configuration
+    private let session: URLSession
+    private let delegate: HTTPSessionDelegate
+    private let limiter: HTTPDownloadLimiter
+    private let coalescer = HTTPFetchCoalescer()
+    private let counters = Mutex(HTTPLoaderMetrics())
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        // Caching is the DiskCache's job; URLSession's own cache would keep bodies in memory.
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConcurrentDownloads)
+        sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
+        delegate = HTTPSessionDelegate()
+        session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
+        limiter = HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    /// This loader's counters.
+    public var metrics: HTTPLoaderMetrics { counters.withLock { $0 } }
+
+    /// The loader's counters, for `ImagePipeline.Metrics`.
+    public var networkMetrics: HTTPLoaderMetrics? { metrics }
+
+    /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
+    public func loadData(for source: ImageSource) async throws -> ImageData {
+        guard case .url(let url) = source, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
+        }
+        let key = source.key
+        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
+            do {
+                return try await fetch(url, key: key)
+            } catch let error as VipsError {
+                counters.withLock { $0.failures += 1 }
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Steps
+
+    /// Disk cache first, then the network (with retries).
+    private func fetch(_ url: URL, key: String) async throws -> ImageData {
+        var stale: DiskCache.Hit?
+        if let cache = configuration.diskCache, let hit = cache.lookup(key) {
+            if configuration.cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
+                counters.withLock { $0.diskHits += 1 }
+                return hit.data
+            }
+            if hit.entry.http?.canRevalidate == true { stale = hit }
+        }
+        var retries = 0
+        while true {
+            do {
+                return try await attempt(url, key: key, revalidating: stale)
+            } catch let failure as HTTPTransfer.Failure {
+                guard failure.isTransient,
+                      let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
+                    throw failure.error
+                }
+                retries += 1
+                counters.withLock { $0.retries += 1 }
+                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            }
+        }
+    }
+
+    /// One request: a conditional one when `stale` is given.
+    private func attempt(_ url: URL, key: String, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        try await limiter.acquire()
+        defer { limiter.release() }
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                 timeoutInterval: configuration.requestTimeout)
+        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let http = stale?.entry.http {
+            if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+            if let lastModified = http.lastModified { request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since") }
+        }
+        let limits = HTTPTransfer.Limits(maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
+                                         requestTimeout: configuration.requestTimeout,
+                                         resourceTimeout: configuration.resourceTimeout)
+        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits, makeSink: makeSink)
+        counters.withLock { $0.httpRequests += 1 }
+
+        switch try await transfer.run(in: session, delegate: delegate) {
+        case .notModified(let response, let receivedAt):
+            guard let stale, let cache = configuration.diskCache, let stored = stale.entry.http else {
+                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry"),
+                                           isTransient: false)
+            }
+            if let updated = stored.updated(byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt) {
+                // A failed metadata write only costs a revalidation next time.
+                _ = try? cache.refresh(stale.entry, http: updated)
+            } else {
+                cache.remove(key)
+            }
+            counters.withLock { $0.revalidations += 1 }
+            return stale.data
+
+        case .body(let response, let file, let sink):
+            let byteCount = file.byteCount
+            counters.withLock {
+                $0.downloads += 1
+                $0.bytesDownloaded += byteCount
+            }
+            // Checked before anything is kept: an error page served as image/jpeg is never cached.
+            let leading = file.leadingBytes
+            guard ImageFormat.sniff(leading) != nil else {
+                file.discard()
+                let type = response.value(forHTTPHeaderField: "Content-Type") ?? "no Content-Type"
+                throw HTTPTransfer.Failure(
+                    error: VipsError(.unsupportedFormat, "\(url) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
+                    isTransient: false)
+            }
+            if let metadata = sink.cacheMetadata, let cache = configuration.diskCache, byteCount <= cache.configuration.sizeLimit {
+                switch try cache.commitDownload(file, key: key, http: metadata) {
+                case .committed(let hit): return hit.data
+                // A cache the file system refuses costs the caching, not the image.
+                case .uncached(let data, _): return data
+                }
+            }
+            let summary = try file.finish()
+            return ImageData(input: .file(file.path), byteCount: summary.byteCount, removingFileOnRelease: true)
+        }
+    }
+
+    /// Chooses where a 2xx body goes: the disk cache when it may be stored
+    /// there, a temporary file otherwise (also when the cache's folder
+    /// refuses new files, or refuses more bytes while the body streams).
+    private func makeSink(_ response: HTTPURLResponse, receivedAt: Date) throws(VipsError) -> HTTPTransfer.Sink {
+        if let cache = configuration.diskCache,
+           let metadata = HTTPCacheMetadata(header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
+           response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
+           let file = try? cache.makeTemporaryFile() {
+            let directory = configuration.temporaryDirectory.path
+            return HTTPTransfer.Sink(file: file, cacheMetadata: metadata, fallback: { () throws(VipsError) in
+                cache.noteWriteFailure()
+                return try Self.makeTemporaryDownload(in: directory)
+            })
+        }
+        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: configuration.temporaryDirectory.path),
+                                 cacheMetadata: nil)
+    }
+
+    /// A new file for an uncached download in `directory`, created when missing.
+    private static func makeTemporaryDownload(in directory: String) throws(VipsError) -> StreamingFileWriter {
+        if !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw VipsError(.io, "cannot create \(directory): \(error.localizedDescription)")
+            }
+        }
+        return try StreamingFileWriter(directory: directory, namePrefix: "download-")
+    }
+
+    /// The first bytes as text when printable, else in hex, for error messages.
+    private static func describe(_ bytes: [UInt8]) -> String {
+        let head = bytes.prefix(16)
+        if head.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            return "\"" + String(decoding: head, as: UTF8.self)
+                .replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: "") + "\""
+        }
+        return head.map { String(format: "%02x", $0) }.joined(separator: " ")
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+extension HTTPDataLoader {
+    /// How an `HTTPDataLoader` downloads and caches. Every property documents its default.
+    public struct Configuration: Sendable {
+        /// Downloads running at once; further loads wait for a slot. Default 6.
+        public var maxConcurrentDownloads: Int
+        /// Fails a download when no byte arrives for this long. Default 30 s.
+        public var requestTimeout: TimeInterval
+        /// Fails a download that takes longer than this in all. Default 300 s.
+        public var resourceTimeout: TimeInterval
+        /// The largest body accepted: a larger `Content-Length` fails before any
+        /// body is read, a body growing past it fails as soon as it does. Default 256 MiB.
+        public var maxBodyBytes: Int
+        /// Redirects followed before failing. Default 10.
+        public var maxRedirects: Int
+        /// Retries for transient failures. Default `.none`.
+        public var retryPolicy: HTTPRetryPolicy
+        /// Where bodies are stored and looked up; nil downloads to temporary files
+        /// deleted when their `ImageData` is released. Default nil.
+        public var diskCache: DiskCache?
+        /// How stored entries are used. Default `.respectExpiry`.
+        public var cachePolicy: HTTPCachePolicy
+        /// The folder for downloads that are not cached. Default
+        /// `vipsload-downloads` in the system's temporary folder.
+        public var temporaryDirectory: URL
+        /// Header fields sent with every request. Default
+        /// `Accept: image/*,*/*;q=0.8` and a `User-Agent` naming VipsLoad.
+        public var headers: [String: String]
+
+        public init(maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
+                    resourceTimeout: TimeInterval = 300, maxBodyBytes: Int = 256 * 1024 * 1024,
+                    maxRedirects: Int = 10, retryPolicy: HTTPRetryPolicy = .none,
+                    diskCache: DiskCache? = nil, cachePolicy: HTTPCachePolicy = .respectExpiry,
+                    temporaryDirectory: URL = FileManager.default.temporaryDirectory
+                        .appendingPathComponent("vipsload-downloads", isDirectory: true),
+                    headers: [String: String] = ["Accept": "image/*,*/*;q=0.8", "User-Agent": "VipsLoad"]) {
+            self.maxConcurrentDownloads = maxConcurrentDownloads
+            self.requestTimeout = requestTimeout
+            self.resourceTimeout = resourceTimeout
+            self.maxBodyBytes = maxBodyBytes
+            self.maxRedirects = maxRedirects
+            self.retryPolicy = retryPolicy
+            self.diskCache = diskCache
+            self.cachePolicy = cachePolicy
+            self.temporaryDirectory = temporaryDirectory
+            self.headers = headers
+        }
+    }
+}

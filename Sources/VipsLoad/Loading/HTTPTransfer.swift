@@ -1,0 +1,344 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One HTTP attempt: a `URLSession` data task whose body is written to a file
+/// as it arrives, checked against the limits while it streams, and turned
+/// into exactly one outcome or error for the awaiting caller.
+final class HTTPTransfer: Sendable {
+    /// A completed attempt.
+    enum Outcome: Sendable {
+        /// A 2xx body, complete, in `file` (closed by the caller).
+        case body(response: HTTPURLResponse, file: StreamingFileWriter, sink: Sink)
+        /// `304 Not Modified` to a conditional request.
+        case notModified(response: HTTPURLResponse, receivedAt: Date)
+    }
+
+    /// Where a body goes, chosen when the response head arrives.
+    struct Sink: Sendable {
+        let file: StreamingFileWriter
+        /// The caching metadata, when the body is to be committed to the disk cache.
+        let cacheMetadata: HTTPCacheMetadata?
+        /// For a disk-cache sink: makes the uncached file the body moves to
+        /// when the cache's file system refuses a write (full, read-only,
+        /// folder deleted), so a cache fault does not cost the download.
+        var fallback: (@Sendable () throws(VipsError) -> StreamingFileWriter)? = nil
+
+        /// The body moved to the fallback file: the bytes written so far are
+        /// copied over and the cache file deleted. Throws `writeError` when
+        /// there is no fallback, or the fallback's own error.
+        func relocated(after writeError: VipsError) throws(VipsError) -> Sink {
+            guard let fallback else { throw writeError }
+            let replacement = try fallback()
+            do throws(VipsError) {
+                try file.copyWritten(to: replacement)
+            } catch {
+                replacement.discard()
+                throw error
+            }
+            file.discard()
+            return Sink(file: replacement, cacheMetadata: nil)
+        }
+    }
+
+    /// What ended an attempt, with what the retry policy needs to know.
+    struct Failure: Error {
+        let error: VipsError
+        let isTransient: Bool
+        var retryAfter: TimeInterval? = nil
+    }
+
+    struct Limits: Sendable {
+        let maxBodyBytes: Int
+        let maxRedirects: Int
+        let requestTimeout: TimeInterval
+        let resourceTimeout: TimeInterval
+    }
+
+    typealias SinkFactory = @Sendable (HTTPURLResponse, Date) throws(VipsError) -> Sink
+
+    private struct State {
+        var continuation: CheckedContinuation<Outcome, any Error>?
+        var finished = false
+        var task: URLSessionDataTask?
+        var response: HTTPURLResponse?
+        var sink: Sink?
+        var received = 0
+        var redirects = 0
+        var timer: Task<Void, Never>?
+    }
+
+    private let request: URLRequest
+    private let conditional: Bool
+    private let limits: Limits
+    private let makeSink: SinkFactory
+    private let state = Mutex(State())
+    /// Whether the network task is being cancelled. Its lock serialises the
+    /// redirect decision with cancelling (see `redirect(to:decide:)`).
+    private let cancelRequested = Mutex(false)
+    private var label: String { request.url?.absoluteString ?? "request" }
+
+    init(request: URLRequest, conditional: Bool, limits: Limits, makeSink: @escaping SinkFactory) {
+        self.request = request
+        self.conditional = conditional
+        self.limits = limits
+        self.makeSink = makeSink
+    }
+
+    /// Runs the attempt; throws `Failure`, or `CancellationError` when the
+    /// calling task is cancelled (which cancels the network task at once).
+    func run(in session: URLSession, delegate: HTTPSessionDelegate) async throws -> Outcome {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
+                let task = session.dataTask(with: request)
+                // The whole-transfer deadline (URLSession's own timeout only bounds idle gaps).
+                let timer = Task { [self] in
+                    guard (try? await Task.sleep(nanoseconds: UInt64(limits.resourceTimeout * 1e9))) != nil else { return }
+                    finish(.failure(Failure(error: VipsError(.timedOut, "\(label): no complete response within \(limits.resourceTimeout) s"),
+                                            isTransient: true)), cancellingTask: true)
+                }
+                // Registered first: once stored below, a cancellation may complete the task at any moment.
+                delegate.register(self, for: task)
+                let started = state.withLock { state -> Bool in
+                    guard !state.finished else { return false }
+                    state.continuation = continuation
+                    state.task = task
+                    state.timer = timer
+                    return true
+                }
+                guard started else {
+                    delegate.unregister(task)
+                    timer.cancel()
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                task.resume()
+            }
+        } onCancel: {
+            finish(.failure(CancellationError()), cancellingTask: true)
+        }
+    }
+
+    // MARK: - Delegate events (serial, on the session's delegate queue)
+
+    func receive(response: URLResponse, decide: @Sendable (URLSession.ResponseDisposition) -> Void) {
+        var failure: Failure?
+        var sink: Sink?
+        if let http = response as? HTTPURLResponse {
+            let status = http.statusCode
+            if status == 304, conditional {
+                decide(.cancel)
+                finish(.success(.notModified(response: http, receivedAt: Date())), cancellingTask: true)
+                return
+            }
+            if !(200..<300).contains(status) || status == 206 {
+                let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
+                failure = Failure(error: VipsError(.httpStatus, "HTTP \(status) for \(label)"),
+                                  isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
+            } else if http.expectedContentLength > Int64(limits.maxBodyBytes) {
+                failure = Failure(error: VipsError(.tooLarge, "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"),
+                                  isTransient: false)
+            } else {
+                do throws(VipsError) {
+                    sink = try makeSink(http, Date())
+                } catch {
+                    failure = Failure(error: error, isTransient: false)
+                }
+            }
+            if failure == nil {
+                let accepted = state.withLock { state -> Bool in
+                    guard !state.finished else { return false }
+                    state.response = http
+                    state.sink = sink
+                    return true
+                }
+                if accepted {
+                    decide(.allow)
+                    return
+                }
+                sink?.file.discard()
+                decide(.cancel)
+                return
+            }
+        } else {
+            failure = Failure(error: VipsError(.network, "\(label): not an HTTP response"), isTransient: false)
+        }
+        // FoundationNetworking ignores a `.cancel` disposition, so the task is cancelled as well.
+        decide(.cancel)
+        if let failure { finish(.failure(failure), cancellingTask: true) }
+    }
+
+    func receive(data: Data) {
+        let target = state.withLock { state -> (sink: Sink?, total: Int) in
+            guard !state.finished, let sink = state.sink else { return (nil, 0) }
+            state.received += data.count
+            return (sink, state.received)
+        }
+        guard let sink = target.sink else { return }
+        if target.total > limits.maxBodyBytes {
+            finish(.failure(Failure(error: VipsError(.tooLarge, "\(label): body exceeds the limit of \(limits.maxBodyBytes) bytes"),
+                                    isTransient: false)), cancellingTask: true)
+            return
+        }
+        do throws(VipsError) {
+            try sink.file.write(data)
+        } catch {
+            // Events are serial: no other chunk is written while the body moves.
+            do throws(VipsError) {
+                let moved = try sink.relocated(after: error)
+                try moved.file.write(data)
+                let current = state.withLock { state -> Bool in
+                    guard !state.finished else { return false }
+                    state.sink = moved
+                    return true
+                }
+                if !current { moved.file.discard() }
+            } catch {
+                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: true)
+            }
+        }
+    }
+
+    /// Follows a redirect or refuses it.
+    ///
+    /// FoundationNetworking crashes when a task is cancelled between asking
+    /// about a redirect and hearing the answer, so the answer is given under
+    /// the same lock `cancelTask` takes, and not at all once the task is being
+    /// cancelled (the cancellation completes it).
+    func redirect(to newRequest: URLRequest, decide: @Sendable (URLRequest?) -> Void) {
+        let scheme = newRequest.url?.scheme?.lowercased()
+        let refusal = cancelRequested.withLock { cancelling -> VipsError?? in
+            let (finished, redirects) = state.withLock { state -> (Bool, Int) in
+                state.redirects += 1
+                return (state.finished, state.redirects)
+            }
+            if cancelling || finished { return .some(nil) }
+            guard scheme == "http" || scheme == "https" else {
+                decide(nil)
+                return VipsError(.redirectRefused, "\(label): redirect to \(newRequest.url?.absoluteString ?? "nothing") refused")
+            }
+            guard redirects <= limits.maxRedirects else {
+                decide(nil)
+                return VipsError(.redirectRefused, "\(label): more than \(limits.maxRedirects) redirects")
+            }
+            decide(newRequest)
+            return nil
+        }
+        // A refused redirect completes the task with the 3xx response: no cancel needed.
+        if case .some(.some(let error)) = refusal {
+            finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: false)
+        }
+    }
+
+    func complete(error: (any Error)?) {
+        if let error {
+            finish(.failure(Self.failure(for: error, label: label, limits: limits)), cancellingTask: false)
+            return
+        }
+        let (response, sink, received) = state.withLock { ($0.response, $0.sink, $0.received) }
+        guard let response, let sink else {
+            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a response"), isTransient: true)),
+                   cancellingTask: false)
+            return
+        }
+        let expected = response.expectedContentLength
+        let encoding = response.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+        // With a content coding the declared length is the encoded one; the transport checks it then.
+        if expected >= 0, encoding == "identity", Int64(received) != expected {
+            finish(.failure(Failure(error: VipsError(.incompleteBody, "\(label): received \(received) of \(expected) bytes"), isTransient: true)),
+                   cancellingTask: false)
+            return
+        }
+        guard received > 0 else {
+            finish(.failure(Failure(error: VipsError(.emptyInput, "HTTP \(response.statusCode) for \(label) has an empty body"), isTransient: false)),
+                   cancellingTask: false)
+            return
+        }
+        var delivered = sink
+        if sink.fallback != nil, sink.file.isUnlinked {
+            // The cache folder was deleted while the body streamed into it:
+            // the bytes survive only in the open file, so they move out.
+            do throws(VipsError) {
+                delivered = try sink.relocated(after: VipsError(.io, "\(sink.file.path) was deleted while being written"))
+            } catch {
+                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: false)
+                return
+            }
+            let current = state.withLock { state -> Bool in
+                guard !state.finished else { return false }
+                state.sink = delivered
+                return true
+            }
+            if !current { delivered.file.discard() }
+        }
+        finish(.success(.body(response: response, file: delivered.file, sink: delivered)), cancellingTask: false)
+    }
+
+    // MARK: - Ending
+
+    /// Delivers the first outcome; later ones are ignored. A failure deletes
+    /// the partial file; with `cancellingTask`, the network task is cancelled.
+    private func finish(_ result: Result<Outcome, any Error>, cancellingTask: Bool) {
+        let (first, continuation, sink) = state.withLock { state -> (Bool, CheckedContinuation<Outcome, any Error>?, Sink?) in
+            guard !state.finished else { return (false, nil, nil) }
+            state.finished = true
+            state.timer?.cancel()
+            defer { state.continuation = nil }
+            return (true, state.continuation, state.sink)
+        }
+        guard first else { return }
+        if case .failure = result { sink?.file.discard() }
+        if cancellingTask {
+            // Never from the caller's thread: a cancellation handler runs under
+            // the Swift task's status lock, and URLSessionTask.cancel() waits for
+            // the session's work queue (the deadlock of swift-corelibs-foundation #5412).
+            DispatchQueue.global().async { [self] in cancelTask() }
+        }
+        continuation?.resume(with: result)
+    }
+
+    /// Cancels the network task, serialised with the redirect decision.
+    private func cancelTask() {
+        let task = state.withLock { $0.task }
+        cancelRequested.withLock { cancelling in
+            guard !cancelling else { return }
+            cancelling = true
+            task?.cancel()
+        }
+    }
+
+    /// Maps a transport error to a typed failure.
+    static func failure(for error: any Error, label: String, limits: Limits) -> Failure {
+        let nsError = error as NSError
+        let reason = (nsError.userInfo[NSLocalizedDescriptionKey] as? String) ?? "error \(nsError.code)"
+        guard nsError.domain == NSURLErrorDomain else {
+            return Failure(error: VipsError(.network, "\(label): \(reason)"), isTransient: true)
+        }
+        switch nsError.code {
+        case NSURLErrorTimedOut:
+            return Failure(error: VipsError(.timedOut, "\(label): no data for \(limits.requestTimeout) s"), isTransient: true)
+        case NSURLErrorNetworkConnectionLost:
+            return Failure(error: VipsError(.network, "\(label): connection lost: \(reason)"), isTransient: true)
+        case NSURLErrorBadURL, NSURLErrorUnsupportedURL:
+            return Failure(error: VipsError(.invalidArgument, "\(label): \(reason)"), isTransient: false)
+        case NSURLErrorHTTPTooManyRedirects:
+            return Failure(error: VipsError(.redirectRefused, "\(label): \(reason)"), isTransient: false)
+        default:
+            // libcurl reports a body shorter than its Content-Length as
+            // "transfer closed with N bytes remaining to read".
+            if reason.contains("remaining to read") || reason.lowercased().contains("partial") {
+                return Failure(error: VipsError(.incompleteBody, "\(label): \(reason)"), isTransient: true)
+            }
+            return Failure(error: VipsError(.network, "\(label): \(reason)"), isTransient: true)
+        }
+    }
+
+    /// `Retry-After`: delay seconds or an HTTP date.
+    static func parseRetryAfter(_ value: String) -> TimeInterval? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = TimeInterval(trimmed) { return max(0, seconds) }
+        return HTTPDate.parse(trimmed).map { max(0, $0.timeIntervalSinceNow) }
+    }
+}

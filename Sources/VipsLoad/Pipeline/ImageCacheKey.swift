@@ -1,0 +1,31 @@
+/// The identity of a decoded bitmap: which source, at which pixel box, with or
+/// without upscaling.
+///
+/// Built from what changes the output pixels and nothing else, so
+/// `.maxPixelSize(100)` at scale 2 and `.fit(width: 200, height: 200)` at
+/// scale 1 share one key (and one cached bitmap).
+public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
+    /// `ImageSource.key` of the source.
+    public let sourceKey: String
+    /// Pixel box width, 0 for the original size.
+    let width: Int
+    /// Pixel box height, 0 for the original size.
+    let height: Int
+    /// Whether images smaller than the box are enlarged (always false for the original size).
+    let allowUpscale: Bool
+
+    init(sourceKey: String, box: (width: Int, height: Int), allowUpscale: Bool) {
+        self.sourceKey = sourceKey
+        self.width = box.width
+        self.height = box.height
+        // Upscaling cannot change an original-size decode: keep one key for it.
+        self.allowUpscale = box.width > 0 && allowUpscale
+    }
+
+    /// Whether this key names the image at its own size.
+    public var isOriginal: Bool { width == 0 }
+
+    public var description: String {
+        isOriginal ? "\(sourceKey) original" : "\(sourceKey) \(width)x\(height)\(allowUpscale ? " upscaled" : "")"
+    }
+}

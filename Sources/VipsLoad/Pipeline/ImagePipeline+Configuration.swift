@@ -1,0 +1,100 @@
+import Foundation
+
+extension ImagePipeline {
+    /// How a pipeline loads, decodes and caches. Every property documents its default.
+    public struct Configuration: Sendable {
+        /// Decodes (and in-memory downscales) running at once, each on a
+        /// dedicated thread. Default: the number of active processor cores.
+        public var decodeConcurrency: Int
+        /// Data loads (file opens, disk-cache lookups, downloads) running at
+        /// once. Default 6 (what a browser opens per host).
+        public var dataLoadingConcurrency: Int
+        /// The step that turns a source into encoded bytes. Default nil: a
+        /// `DataLoader` for files, in-memory data and `file://` URLs whose
+        /// `remoteLoader` is an `HTTPDataLoader` made from `http` (and so
+        /// `diskCache`) for `http(s)://` URLs. A loader set here replaces that
+        /// default entirely; `http` and `diskCache` are then unused.
+        public var dataLoader: (any ImageDataLoading)?
+        /// Decoded bitmaps kept in memory; nil for none. Default `MemoryCache()`
+        /// (20% of physical memory, at most 512 MiB).
+        public var memoryCache: MemoryCache?
+        /// How the default data loader downloads `http(s)` URLs: timeouts,
+        /// concurrent downloads, largest body, retries, disk-cache policy
+        /// (`.ignoreExpiry` serves stored images however old). Default
+        /// `HTTPDataLoader.Configuration()`: 30 s idle and 300 s total timeout,
+        /// 6 downloads at once, 256 MiB bodies, no retries, HTTP expiry respected.
+        public var http: HTTPDataLoader.Configuration
+        /// Downloaded images kept on disk as they came (encoded), looked up
+        /// after the memory cache and before the network. Default nil.
+        /// (Shorthand for `http.diskCache`.)
+        ///
+        /// Off by default, as in Nuke, whose default pipeline has no data cache
+        /// either: a library should not write to a user's home folder unasked
+        /// (servers, CLIs and containers often have none, or a read-only one).
+        /// `Configuration.withDiskCache()` turns it on at the conventional
+        /// per-user place, `DiskCache.defaultDirectory`.
+        public var diskCache: DiskCache? {
+            get { http.diskCache }
+            set { http.diskCache = newValue }
+        }
+        /// How images are decoded: limits, strictness, allowed formats. Default `DecodeOptions()`.
+        public var decodeOptions: DecodeOptions
+        /// Serve a smaller request by downscaling a larger bitmap of the same
+        /// source already in the memory cache instead of decoding again.
+        /// Default true.
+        public var resizesFromLargerCachedImages: Bool
+
+        /// A configuration; each parameter defaults as its property documents.
+        /// Concurrencies below 1 are raised to 1.
+        ///
+        /// - Parameter diskCache: when given, replaces `http.diskCache`.
+        public init(decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+                    dataLoadingConcurrency: Int = 6,
+                    dataLoader: (any ImageDataLoading)? = nil,
+                    memoryCache: MemoryCache? = MemoryCache(),
+                    diskCache: DiskCache? = nil,
+                    http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
+                    decodeOptions: DecodeOptions = DecodeOptions(),
+                    resizesFromLargerCachedImages: Bool = true) {
+            self.decodeConcurrency = max(1, decodeConcurrency)
+            self.dataLoadingConcurrency = max(1, dataLoadingConcurrency)
+            self.dataLoader = dataLoader
+            self.memoryCache = memoryCache
+            self.http = http
+            self.decodeOptions = decodeOptions
+            self.resizesFromLargerCachedImages = resizesFromLargerCachedImages
+            if let diskCache { self.http.diskCache = diskCache }
+        }
+
+        /// The default configuration with a disk cache for downloaded images.
+        ///
+        /// - Parameters:
+        ///   - directory: the cache folder, created when missing. Default
+        ///     `DiskCache.defaultDirectory` (`~/.cache/vipsload/images`).
+        ///   - sizeLimit: the most bytes the cache keeps. Default 512 MiB.
+        /// - Throws: `.io` when the folder cannot be created.
+        public static func withDiskCache(directory: URL = DiskCache.defaultDirectory,
+                                         sizeLimit: Int = 512 * 1024 * 1024) throws(VipsError) -> Configuration {
+            Configuration(diskCache: try DiskCache(directory: directory, sizeLimit: sizeLimit))
+        }
+
+        /// Fail on truncated or corrupt data instead of returning a partly
+        /// grey image. Default false. (Shorthand for `decodeOptions.strict`.)
+        public var isStrictDecoding: Bool {
+            get { decodeOptions.strict }
+            set { decodeOptions.strict = newValue }
+        }
+
+        /// Largest pixel count an image may declare. Default 100 megapixels.
+        /// (Shorthand for `decodeOptions.limits.maxPixelCount`.)
+        public var maxPixelCount: Int {
+            get { decodeOptions.limits.maxPixelCount }
+            set { decodeOptions.limits.maxPixelCount = newValue }
+        }
+
+        /// The data loader a pipeline made with this configuration uses.
+        func makeDataLoader() -> any ImageDataLoading {
+            dataLoader ?? DataLoader(remoteLoader: HTTPDataLoader(configuration: http))
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// What to load: a source, the size to decode it to, and how urgently.
+///
+/// Two requests whose `cacheKey`s are equal produce the same pixels, so the
+/// pipeline decodes them once and serves both from that decode and from the
+/// memory cache.
+public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
+    /// Where the encoded bytes come from.
+    public var source: ImageSource
+    /// The size to decode to, in points. Default `.original`.
+    public var size: TargetSize
+    /// Pixels per point: the pixel box is `size` × `scale`, and the bitmap is
+    /// tagged with this scale. Default 1.
+    public var scale: Double
+    /// How urgently the request is served relative to other waiting work.
+    /// Default `.normal`. Not part of the cache key.
+    public var priority: Priority
+    /// Cache and decode options. Default none.
+    public var options: Options
+
+    /// A request for `source`; every parameter but the source has its documented default.
+    public init(source: ImageSource, size: TargetSize = .original, scale: Double = 1,
+                priority: Priority = .normal, options: Options = []) {
+        self.source = source
+        self.size = size
+        self.scale = scale
+        self.priority = priority
+        self.options = options
+    }
+
+    /// A request for the image file at `path`.
+    public init(path: String, size: TargetSize = .original, scale: Double = 1,
+                priority: Priority = .normal, options: Options = []) {
+        self.init(source: .file(path), size: size, scale: scale, priority: priority, options: options)
+    }
+
+    /// A request for the image at `url`: `http(s)://` is downloaded (through
+    /// the disk cache when one is configured), `file://` is read from disk.
+    public init(url: URL, size: TargetSize = .original, scale: Double = 1,
+                priority: Priority = .normal, options: Options = []) {
+        self.init(source: .url(url), size: size, scale: scale, priority: priority, options: options)
+    }
+
+    /// The order in which waiting work is started: higher first, first come
+    /// first served within one priority.
+    public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable {
+        case veryLow, low, normal, high, veryHigh
+
+        public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// Per-request switches.
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Do not look in the memory cache (the request is decoded, or joins an
+        /// identical decode already in flight). Benchmarks use this.
+        public static let disableMemoryCacheReads = Options(rawValue: 1 << 0)
+        /// Do not store the result in the memory cache.
+        public static let disableMemoryCacheWrites = Options(rawValue: 1 << 1)
+        /// Neither read nor write the memory cache.
+        public static let disableMemoryCache: Options = [.disableMemoryCacheReads, .disableMemoryCacheWrites]
+        /// Enlarge images smaller than the target size (by default they keep
+        /// their own size). Changes the pixels, so it is part of the cache key.
+        public static let allowUpscale = Options(rawValue: 1 << 2)
+    }
+
+    /// The identity of the pixels this request produces: source, pixel box and
+    /// upscaling. Priority, cache options and the scale tag are not part of it.
+    public var cacheKey: ImageCacheKey {
+        ImageCacheKey(sourceKey: source.key, box: validatedBox ?? (0, 0),
+                      allowUpscale: options.contains(.allowUpscale))
+    }
+
+    public var description: String {
+        "\(source.key) @ \(size)×\(scale)" + (priority == .normal ? "" : " (\(priority))")
+    }
+
+    /// The pixel box, or nil for `.original`.
+    var validatedBox: (width: Int, height: Int)? { size.pixelBox(scale: scale) }
+
+    /// Throws `.invalidArgument` for a size or scale no decode can produce.
+    func validate() throws(VipsError) {
+        let sizeIsValid: Bool
+        switch size {
+        case .original: sizeIsValid = true
+        case .maxPixelSize(let side): sizeIsValid = side > 0
+        case .fit(let width, let height): sizeIsValid = width > 0 && height > 0
+        }
+        guard sizeIsValid, scale > 0, scale.isFinite else {
+            throw VipsError(.invalidArgument, "\(source.key): target size \(size) at scale \(scale) is not a valid size")
+        }
+    }
+}

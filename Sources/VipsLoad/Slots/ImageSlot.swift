@@ -1,0 +1,105 @@
+/// A place that shows one image at a time: the Linux stand-in for an image
+/// view or a table cell.
+///
+/// ```swift
+/// let slot = ImageSlot(pipeline: pipeline)   // on the main actor
+/// slot.placeholder = grey
+/// slot.onEvent = { event in render(event) }
+/// slot.load(ImageRequest(path: path, size: .maxPixelSize(128)))
+/// ```
+///
+/// `load` cancels whatever the slot was loading before, so a slot rebound
+/// while scrolling never receives an image it has moved on from: a result is
+/// delivered only while its request is still the slot's current one. A
+/// memory-cache hit is delivered synchronously, inside `load`; anything else
+/// shows the placeholder first and delivers later on the actor `load` was
+/// called from (the main actor in an app).
+///
+/// The slot is not `Sendable`: it belongs to the actor that uses it, and the
+/// compiler keeps it there. Use it from an actor (not from nonisolated code),
+/// since results are delivered on the caller's isolation.
+public final class ImageSlot {
+    /// What the slot shows, delivered to `onEvent`.
+    public enum Event {
+        /// A load began and missed the memory cache: the placeholder (nil when
+        /// none is set) is shown until the image arrives.
+        case placeholder(Bitmap?, ImageRequest)
+        /// The request's image. `fromMemoryCache` is true for a synchronous hit.
+        case image(Bitmap, ImageRequest, fromMemoryCache: Bool)
+        /// The request failed (a request the slot moved on from is never reported).
+        case failure(any Error, ImageRequest)
+    }
+
+    /// The pipeline the slot loads through.
+    public let pipeline: ImagePipeline
+    /// Shown while a load that missed the memory cache is in flight. Default nil.
+    public var placeholder: Bitmap?
+    /// Called on the slot's actor with every change of what it shows.
+    public var onEvent: ((Event) -> Void)?
+    /// The request the slot shows or loads now; nil when reset.
+    public private(set) var request: ImageRequest?
+    /// The bitmap shown now: the current request's image, the placeholder, or nil.
+    public private(set) var bitmap: Bitmap?
+
+    private var task: ImageTask?
+    /// Bumped by every `load`, so a late result can tell it is stale.
+    private var generation = 0
+
+    /// An empty slot loading through `pipeline` (default: `ImagePipeline.shared`).
+    public init(pipeline: ImagePipeline = .shared) {
+        self.pipeline = pipeline
+    }
+
+    deinit {
+        task?.cancel()
+    }
+
+    /// Shows `request`'s image: at once from the memory cache, or after the
+    /// placeholder once it is loaded. Cancels the previous load. Passing nil
+    /// only cancels and clears the slot (what a cell does before reuse).
+    public func load(_ request: ImageRequest?, isolation: isolated (any Actor)? = #isolation) {
+        task?.cancel()
+        task = nil
+        generation += 1
+        self.request = request
+        guard let request else {
+            bitmap = nil
+            return
+        }
+        switch pipeline.start(request) {
+        case .hit(let hit):
+            bitmap = hit
+            onEvent?(.image(hit, request, fromMemoryCache: true))
+        case .task(let newTask):
+            task = newTask
+            bitmap = placeholder
+            onEvent?(.placeholder(placeholder, request))
+            let generation = self.generation
+            // Inherits `isolation`, so the result is handled on the slot's actor.
+            Task { [weak self] in
+                _ = isolation
+                let result: Result<Bitmap, any Error>
+                do { result = .success(try await newTask.image) } catch { result = .failure(error) }
+                self?.finish(result, request: request, generation: generation)
+            }
+        }
+    }
+
+    /// Cancels the current load and clears the slot.
+    public func reset(isolation: isolated (any Actor)? = #isolation) {
+        load(nil)
+    }
+
+    private func finish(_ result: Result<Bitmap, any Error>, request: ImageRequest, generation: Int) {
+        // Moved on (or reset) since: this result belongs to nobody.
+        guard generation == self.generation else { return }
+        task = nil
+        switch result {
+        case .success(let image):
+            bitmap = image
+            onEvent?(.image(image, request, fromMemoryCache: false))
+        case .failure(let error):
+            onEvent?(.failure(error, request))
+        }
+    }
+}

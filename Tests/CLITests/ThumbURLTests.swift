@@ -1,0 +1,154 @@
+import Foundation
+import TestSupport
+import VipsCore
+import XCTest
+
+/// `vipsload thumb` with http(s) URLs, `--input-list` and `--cache-dir`,
+/// against a real server on 127.0.0.1.
+final class ThumbURLTests: XCTestCase {
+    private var server: TestHTTPServer!
+
+    override func setUpWithError() throws {
+        server = try TestHTTPServer()
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil
+    }
+
+    private func jpeg(_ width: Int, _ height: Int, seed: Int) throws -> Data {
+        try ImageSynthesizer.data(width: width, height: height, seed: seed, format: .jpeg(quality: 85))
+    }
+
+    /// Every file below `folder`, as paths relative to it.
+    private func files(below folder: URL) -> Set<String> {
+        let enumerator = FileManager.default.enumerator(atPath: folder.path)
+        var found: Set<String> = []
+        while let relative = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory),
+               !isDirectory.boolValue {
+                found.insert(relative)
+            }
+        }
+        return found
+    }
+
+    private func size(of file: URL) throws -> [Int] {
+        let info = try ImageDecoder().info(.file(file.path))
+        return [info.width, info.height]
+    }
+
+    func testURLsFromArgumentsAndAnInputListAreNamedAfterTheirLastPathComponentInsideOut() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        server.route("/photos/cat.jpg", .ok(try jpeg(800, 600, seed: 1)))
+        server.route("/gallery/", .ok(try jpeg(300, 600, seed: 2)))
+        // A name that decodes to "../../escape.jpg" must not climb out of --out.
+        server.route("/x/..%2F..%2Fescape.jpg", .ok(try jpeg(400, 400, seed: 3)))
+        let local = dir.appendingPathComponent("local.jpg")
+        try jpeg(200, 100, seed: 4).write(to: local)
+        let list = dir.appendingPathComponent("inputs.txt")
+        try """
+            # thumbnails for the gallery
+
+            \(server.url("/gallery/").absoluteString)
+               \(local.path)\u{20}\u{20}
+            # \(server.url("/commented-out.jpg").absoluteString)
+            \(server.url("/x/..%2F..%2Fescape.jpg").absoluteString)\r
+            \(server.url("/missing.jpg").absoluteString)
+            """.write(to: list, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+
+        let result = try CLIHarness.run(["thumb", "--size", "100", "--out", out.path, "--input-list", list.path,
+                                         server.url("/photos/cat.jpg").absoluteString + "?variant=large"])
+        XCTAssertEqual(result.status, 1, "the missing URL fails: \(result.stderr)")
+        XCTAssertTrue(result.stderr.contains(server.url("/missing.jpg").absoluteString) && result.stderr.contains("httpStatus"),
+                      result.stderr)
+        XCTAssertTrue(result.stderr.contains("4 written, 1 failed"), result.stderr)
+        XCTAssertEqual(files(below: out), ["cat.jpg", "gallery.jpg", "local.jpg", ".._.._escape.jpg"])
+        XCTAssertEqual(files(below: dir), ["inputs.txt", "local.jpg", "out/cat.jpg", "out/gallery.jpg", "out/local.jpg",
+                                           "out/.._.._escape.jpg"], "nothing is written outside --out")
+        XCTAssertEqual(try size(of: out.appendingPathComponent("cat.jpg")), [100, 75])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("gallery.jpg")), [50, 100])
+        XCTAssertEqual(try size(of: out.appendingPathComponent(".._.._escape.jpg")), [100, 100])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("local.jpg")), [100, 50])
+        for path in ["/photos/cat.jpg", "/gallery/", "/x/..%2F..%2Fescape.jpg", "/missing.jpg"] {
+            XCTAssertEqual(server.requestCount(path), 1, path)
+        }
+        XCTAssertEqual(server.requestCount("/commented-out.jpg"), 0)
+    }
+
+    func testCacheDirServesTheNextRunFromDiskAndRevalidatesStaleImages() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        server.route("/kept.jpg", .ok(try jpeg(640, 480, seed: 5), headers: [("Cache-Control", "public, max-age=3600")]))
+        let checked = try jpeg(480, 640, seed: 6)
+        server.route("/checked.jpg") { request in
+            if request.header("If-None-Match") == "\"c1\"" {
+                return TestHTTPServer.Response(status: 304, headers: [("ETag", "\"c1\""), ("Cache-Control", "no-cache")])
+            }
+            return .ok(checked, headers: [("ETag", "\"c1\""), ("Cache-Control", "no-cache")])
+        }
+        let cache = dir.appendingPathComponent("cache")
+        let urls = [server.url("/kept.jpg").absoluteString, server.url("/checked.jpg").absoluteString]
+
+        for run in 1...2 {
+            let out = dir.appendingPathComponent("out\(run)")
+            let result = try CLIHarness.run(["thumb", "--size", "64", "--cache-dir", cache.path, "--out", out.path] + urls)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try size(of: out.appendingPathComponent("kept.jpg")), [64, 48])
+            XCTAssertEqual(try size(of: out.appendingPathComponent("checked.jpg")), [48, 64])
+        }
+        XCTAssertEqual(server.requestCount("/kept.jpg"), 1, "the second run read the fresh entry from disk")
+        XCTAssertEqual(server.requests("/checked.jpg").map { $0.header("If-None-Match") }, [nil, "\"c1\""],
+                       "the second run revalidated the no-cache entry")
+        let entries = files(below: cache.appendingPathComponent("entries"))
+        XCTAssertEqual(entries.filter { $0.hasSuffix(".meta") }.count, 2, "\(entries)")
+    }
+
+    func testInputListFromStandardInput() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        server.route("/stdin.jpg", .ok(try jpeg(300, 200, seed: 7)))
+        let out = dir.appendingPathComponent("out")
+        let list = "# from a pipe\n\n\(server.url("/stdin.jpg").absoluteString)\n"
+        let result = try CLIHarness.run(["thumb", "--size", "30", "--out", out.path, "--input-list", "-"], stdin: Data(list.utf8))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try size(of: out.appendingPathComponent("stdin.jpg")), [30, 20])
+
+        let missing = try CLIHarness.run(["thumb", "--out", out.path, "--input-list", dir.appendingPathComponent("nope.txt").path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.contains("cannot read the input list"), missing.stderr)
+    }
+
+    func testSameNamesFromURLsAndFilesDoNotOverwriteEachOther() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        server.route("/a/photo.jpg", .ok(try jpeg(200, 100, seed: 8)))
+        server.route("/b/photo.jpg", .ok(try jpeg(100, 200, seed: 9)))
+        let local = dir.appendingPathComponent("photo.jpg")
+        try jpeg(100, 100, seed: 10).write(to: local)
+        let out = dir.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path, server.url("/a/photo.jpg").absoluteString,
+                                         server.url("/b/photo.jpg").absoluteString, local.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try size(of: out.appendingPathComponent("photo.jpg")), [50, 25])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("photo-2.jpg")), [25, 50])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("photo-3.jpg")), [50, 50])
+    }
+
+    func testInvalidURLsFailAndAnUnusableCacheDirOnlyWarns() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        server.route("/ok.jpg", .ok(try jpeg(120, 90, seed: 11)))
+        let notAFolder = dir.appendingPathComponent("file")
+        try Data("x".utf8).write(to: notAFolder)
+        let out = dir.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--size", "60", "--out", out.path,
+                                         "--cache-dir", notAFolder.appendingPathComponent("cache").path,
+                                         "http://", "https://exa mple.com/x.jpg", server.url("/ok.jpg").absoluteString])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("not caching downloads"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("http://: invalidArgument"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("https://exa mple.com/x.jpg: invalidArgument"), result.stderr)
+        XCTAssertEqual(try size(of: out.appendingPathComponent("ok.jpg")), [60, 45], "the good URL is still written")
+        XCTAssertEqual(files(below: out), ["ok.jpg"])
+    }
+}
