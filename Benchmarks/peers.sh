@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Benchmarks VipsLoad against the tools a user would otherwise pick (vipsthumbnail, pyvips,
+# Pillow, ImageMagick, and djpeg as the JPEG decode floor) on the same corpus and thumbnail size.
+#
+# Installs what is missing (idempotently: apt-get runs only when a package is absent, pip only
+# when the venv lacks a module), builds `vipsload` in release, then hands every argument to
+# peers.py, which does the measuring and prints a markdown table. See `peers.sh --help`.
+#
+#   Benchmarks/peers.sh                      # the default corpus (`vipsload corpus`), 256 px, 3 repeats
+#   Benchmarks/peers.sh ~/photos --size 512  # any folder of images, grouped by format
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+[ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
+
+# System packages: the libvips CLI and library (pyvips binds to it), ImageMagick, djpeg, venv.
+packages=(libvips-dev libvips-tools imagemagick libjpeg-turbo-progs python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "peers: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python peers live in a venv under the user's cache so the system Python stays clean.
+# The venv is made from Debian's python3 (the one python3-venv serves) when there is one.
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/vipsload/bench-venv"
+if ! "$venv/bin/python" -c 'import pyvips, PIL' >/dev/null 2>&1; then
+  base=python3
+  [ -x /usr/bin/python3 ] && base=/usr/bin/python3
+  echo "peers: preparing $venv (pyvips, Pillow)" >&2
+  rm -rf "$venv"
+  "$base" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check pyvips Pillow
+  "$venv/bin/python" -c 'import pyvips, PIL' # fail here, loudly, if the install did not take
+fi
+
+# VipsLoad itself, in release. SwiftPM's note that it drops libvips' -pthread flag is not a warning.
+cd "$root"
+swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2
+bin="$(swift build -c release --show-bin-path)/vipsload"
+
+# The command as typed and the sources' revision, for the report.
+export PEERS_INVOCATION="Benchmarks/peers.sh${*:+ $*}"
+PEERS_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+git -C "$root" diff --quiet HEAD -- Sources Package.swift CVipsShim 2>/dev/null || PEERS_REVISION+=" + local changes"
+export PEERS_REVISION
+exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" "$@"
