@@ -12,19 +12,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 
-# System packages: the libvips CLI and library (pyvips binds to it), ImageMagick, djpeg, venv.
-packages=(libvips-dev libvips-tools imagemagick libjpeg-turbo-progs python3-venv)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "peers: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# System packages: libvips (scripts/setup.sh installs it and the libvips CLI) plus ImageMagick,
+# djpeg and venv, installed the same idempotent way.
+"$root/scripts/setup.sh" imagemagick libjpeg-turbo-progs python3-venv
 
 # Python peers live in a venv under the user's cache so the system Python stays clean.
 # The venv is made from Debian's python3 (the one python3-venv serves) when there is one.
