@@ -135,4 +135,7 @@ static inline int vl_write_to_buffer(VipsImage *in, const char *suffix, void **b
     return vips_image_write_to_buffer(in, suffix, buf, len, NULL);
 }
 
+/* vips_vector_set_enabled, for VipsRuntime to switch ORC off (not in vips.h). */
+#include <vips/vector.h>
+
 #endif

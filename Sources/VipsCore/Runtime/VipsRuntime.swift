@@ -111,6 +111,13 @@ public enum VipsRuntime {
         vips_cache_set_max(0)
         vips_cache_set_max_mem(0)
         vips_cache_set_max_files(0)
+        // No ORC (libvips' run-time generated SIMD kernels): with libvips 8.14
+        // and liborc 0.4.33, decodes and downscales running on several threads
+        // at once corrupt the heap (segfaults inside liborc, glibc's
+        // "malloc_consolidate(): unaligned fastbin chunk", libvips' pspec
+        // assertion) in about one run in thirty of the pipeline stress test;
+        // with ORC off, none in hundreds. libvips falls back to its C loops.
+        vips_vector_set_enabled(0)
         // One worker per image: see `setThreadsPerImage`.
         vips_concurrency_set(1)
         // Hostile input is the normal case: untrusted loaders stay off unless asked.
