@@ -73,10 +73,6 @@ static inline int vl_icc_transform(VipsImage *in, VipsImage **out, const char *o
     return vips_icc_transform(in, out, output_profile, "input_profile", input_profile, NULL);
 }
 
-static inline int vl_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
-    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
-}
-
 static inline int vl_linear1(VipsImage *in, VipsImage **out, double a, double b) {
     return vips_linear1(in, out, a, b, NULL);
 }
@@ -87,10 +83,6 @@ static inline int vl_add(VipsImage *left, VipsImage *right, VipsImage **out) {
 
 static inline int vl_bandjoin2(VipsImage *a, VipsImage *b, VipsImage **out) {
     return vips_bandjoin2(a, b, out, NULL);
-}
-
-static inline int vl_gaussblur(VipsImage *in, VipsImage **out, double sigma) {
-    return vips_gaussblur(in, out, sigma, NULL);
 }
 
 static inline int vl_draw_rect(VipsImage *image, double *ink, int n, int left, int top, int width, int height) {
