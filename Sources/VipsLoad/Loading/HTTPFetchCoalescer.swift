@@ -6,11 +6,17 @@ import Synchronization
 /// A caller that is cancelled leaves at once; when the last one leaves, the
 /// shared load is cancelled (which cancels its network task) and forgotten,
 /// so the next caller starts afresh.
+///
+/// Callers are woken with no value and then collect the result themselves,
+/// the last one taking the coalescer's own reference. So once every caller
+/// has dropped its `ImageData`, its temporary file is gone: no reference
+/// lingers in the finishing task, however the compiler places its copies.
 final class HTTPFetchCoalescer: Sendable {
     private struct Job {
         let id: UInt64
+        let outcome = Outcome()
         var task: Task<Void, Never>?
-        var waiters: [UInt64: CheckedContinuation<ImageData, any Error>] = [:]
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     }
 
     private struct State {
@@ -28,36 +34,35 @@ final class HTTPFetchCoalescer: Sendable {
             state.nextID += 1
             return state.nextID
         }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ImageData, any Error>) in
-                let start = state.withLock { state -> (jobID: UInt64?, cancelled: Bool) in
-                    if Task.isCancelled { return (nil, true) }
-                    if state.jobs[key] != nil {
+        var outcome: Outcome?
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let start = state.withLock { state -> (job: Job?, joined: Outcome?) in
+                    if Task.isCancelled { return (nil, nil) }
+                    if let job = state.jobs[key] {
                         state.jobs[key]?.waiters[waiterID] = continuation
-                        return (nil, false)
+                        return (nil, job.outcome)
                     }
                     state.nextID += 1
                     var job = Job(id: state.nextID)
                     job.waiters[waiterID] = continuation
                     state.jobs[key] = job
-                    return (job.id, false)
+                    return (job, nil)
                 }
-                if start.cancelled {
-                    continuation.resume(throwing: CancellationError())
-                    return
-                }
-                guard let jobID = start.jobID else {
+                if let shared = start.joined {
+                    outcome = shared
                     joined()
                     return
                 }
+                guard let job = start.job else {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                let (jobID, shared) = (job.id, job.outcome)
+                outcome = shared
                 let task = Task { [self] in
-                    let result: Result<ImageData, any Error>
-                    do {
-                        result = .success(try await operation())
-                    } catch {
-                        result = .failure(error)
-                    }
-                    finish(key, jobID: jobID, result)
+                    let waiters = await settle(key, jobID: jobID, outcome: shared, operation)
+                    for waiter in waiters { waiter.resume() }
                 }
                 let orphaned = state.withLock { state -> Bool in
                     guard state.jobs[key]?.id == jobID else { return true }
@@ -70,10 +75,32 @@ final class HTTPFetchCoalescer: Sendable {
         } onCancel: {
             leave(key, waiterID: waiterID)
         }
+        guard let outcome else { throw CancellationError() }
+        return try outcome.collect().get()
+    }
+
+    /// Runs the load, forgets the job and leaves the result with its waiters'
+    /// `Outcome`. Returns the waiters to wake: by then this function's copies
+    /// of the result are gone.
+    private func settle(_ key: String, jobID: UInt64, outcome: Outcome,
+                        _ operation: @Sendable () async throws -> ImageData) async -> [CheckedContinuation<Void, any Error>] {
+        let result: Result<ImageData, any Error>
+        do {
+            result = .success(try await operation())
+        } catch {
+            result = .failure(error)
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard let current = state.jobs[key], current.id == jobID else { return [] }
+            state.jobs[key] = nil
+            return Array(current.waiters.values)
+        }
+        outcome.deposit(result, collectors: waiters.count)
+        return waiters
     }
 
     private func leave(_ key: String, waiterID: UInt64) {
-        let (continuation, task) = state.withLock { state -> (CheckedContinuation<ImageData, any Error>?, Task<Void, Never>?) in
+        let (continuation, task) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Task<Void, Never>?) in
             guard var job = state.jobs[key], let continuation = job.waiters.removeValue(forKey: waiterID) else {
                 return (nil, nil)
             }
@@ -87,13 +114,33 @@ final class HTTPFetchCoalescer: Sendable {
         task?.cancel()
         continuation?.resume(throwing: CancellationError())
     }
+}
 
-    private func finish(_ key: String, jobID: UInt64, _ result: Result<ImageData, any Error>) {
-        let waiters = state.withLock { state -> [CheckedContinuation<ImageData, any Error>] in
-            guard let job = state.jobs[key], job.id == jobID else { return [] }
-            state.jobs[key] = nil
-            return Array(job.waiters.values)
+/// One load's result, collected once by each waiter that was still waiting
+/// when it finished; the last collector takes the final reference.
+private final class Outcome: Sendable {
+    private struct Slot {
+        var result: Result<ImageData, any Error>?
+        var collectors = 0
+    }
+
+    private let slot = Mutex(Slot())
+
+    func deposit(_ result: Result<ImageData, any Error>, collectors: Int) {
+        guard collectors > 0 else { return }
+        slot.withLock {
+            $0.result = result
+            $0.collectors = collectors
         }
-        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    func collect() -> Result<ImageData, any Error> {
+        slot.withLock { slot in
+            // Unreachable for a woken waiter; a cancellation is the honest answer if it ever were.
+            guard let result = slot.result else { return .failure(CancellationError()) }
+            slot.collectors -= 1
+            if slot.collectors <= 0 { slot.result = nil }
+            return result
+        }
     }
 }
