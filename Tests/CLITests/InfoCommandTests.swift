@@ -30,7 +30,8 @@ final class InfoCommandTests: XCTestCase {
 
         let textError = try XCTUnwrap(objects[1]["error"] as? [String: Any])
         XCTAssertEqual(textError["kind"] as? String, "unsupportedFormat")
-        XCTAssertFalse((textError["message"] as? String ?? "").isEmpty)
+        let message = try XCTUnwrap(textError["message"] as? String)
+        XCTAssertEqual(message, "not a recognised image format", "the line names its input once, in \"input\"")
 
         XCTAssertEqual(objects[2]["bands"] as? Int, 4)
         XCTAssertEqual(objects[2]["hasAlpha"] as? Bool, true)
@@ -41,6 +42,9 @@ final class InfoCommandTests: XCTestCase {
         let plain = try CLIHarness.run(["info", png.path])
         XCTAssertEqual(plain.status, 0)
         XCTAssertTrue(plain.stdout.contains("64x48 png"), plain.stdout)
+
+        let failing = try CLIHarness.run(["info", text.path])
+        XCTAssertEqual(failing.stdout, "\(text.path): error: unsupportedFormat: not a recognised image format\n")
     }
 
     func testTooLargeAndTruncatedInputs() throws {

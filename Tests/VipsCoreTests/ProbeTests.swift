@@ -77,6 +77,8 @@ final class ProbeTests: XCTestCase {
             (ascii("P6\n4 4\n255\n"), .ppm),
             (ascii("<svg xmlns="), .svg),
             ([0xEF, 0xBB, 0xBF] + ascii(" \n<?xml version"), .svg),
+            (ascii("<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\""), .svg),
+            (ascii("<!doctype svg>"), .svg),
         ]
         for (bytes, format) in magic {
             XCTAssertEqual(ImageFormat.sniff(bytes), format, "\(bytes.prefix(12))")
@@ -96,6 +98,8 @@ final class ProbeTests: XCTestCase {
             [0, 0, 0, 0x18] + ascii("ftypisom"),            // an MP4, not HEIF
             ascii("hello, world: this is plain text"),
             ascii("<html><body>not an image</body></html>"),
+            ascii("<!DOCTYPE html><html><body>404</body></html>"),
+            ascii("<!doctype sv"),
             ascii("P7\n"),
             [UInt8](repeating: 0, count: 32),
         ]

@@ -53,6 +53,9 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
         text = text.drop(while: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D })
         if text.starts(with: Array("<svg".utf8)) || text.starts(with: Array("<?xml".utf8)) { return .svg }
+        // A document type comes first in many exported files; HTML's never names svg.
+        let doctype = Array("<!doctype svg".utf8)
+        if text.count >= doctype.count, zip(text, doctype).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) { return .svg }
         return nil
     }
 

@@ -34,10 +34,10 @@ enum InfoCommand {
                     Terminal.out(Terminal.jsonObject([
                         ("input", JSONText.string(item.input)),
                         ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
-                                                       ("message", JSONText.string(error.message))])),
+                                                       ("message", JSONText.string(error.message(about: item.input)))])),
                     ]))
                 } else {
-                    Terminal.out("\(item.input): error: \(error.kind): \(error.message)")
+                    Terminal.out("\(item.input): error: \(error.kind): \(error.message(about: item.input))")
                 }
             }
         }

@@ -137,7 +137,7 @@ enum ThumbCommand {
                             try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
                             progress.finished(failed: false)
                         } catch {
-                            progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
+                            progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
                         }
                     }
                 }
@@ -165,7 +165,7 @@ enum ThumbCommand {
                 try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
                 progress.finished(failed: false)
             } catch {
-                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message)")
+                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
             }
         }
     }
