@@ -47,6 +47,10 @@ static inline int vl_thumbnail_image(VipsImage *in, VipsImage **out, int width, 
     return vips_thumbnail_image(in, out, width, "height", height, "size", size, "no_rotate", no_rotate, NULL);
 }
 
+static inline int vl_resize_kernel(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
+}
+
 static inline int vl_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
     return vips_colourspace(in, out, space, NULL);
 }

@@ -192,6 +192,30 @@ final class DecodeFormatsTests: XCTestCase {
         XCTAssertLessThan(thumbnail.meanAbsoluteDifference(to: reference), 4)
     }
 
+    func testFastModesBicubicResizeMatchesVipsThumbnailsSizeAndPixels() throws {
+        // Fast mode does the downscale left after shrink-on-load itself, with a
+        // bicubic kernel; quality mode leaves it to vips_thumbnail (lanczos3).
+        // With no shrink-on-load in either (a PNG; a JPEG boxed at under 2×)
+        // both start from the same pixels: same size to the pixel, in every
+        // orientation and box shape, and pixels within a rounding step.
+        let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
+        var sources: [(String, Data)] = [("png", try ImageSynthesizer.data(width: 1001, height: 701, seed: 21, format: .png()))]
+        for orientation in [1, 6, 8] {
+            sources.append(("jpeg orientation \(orientation)",
+                            try ImageSynthesizer.data(width: 1001, height: 701, seed: 22, format: .jpeg(orientation: orientation))))
+        }
+        let boxes: [TargetSize] = [.maxPixelSize(600), .maxPixelSize(557), .fit(width: 560, height: 640), .fit(width: 900, height: 520)]
+        for (name, data) in sources {
+            for box in boxes {
+                let fast = try decoder.decode(.data(data), size: box)
+                let reference = try quality.decode(.data(data), size: box)
+                XCTAssertEqual([fast.width, fast.height], [reference.width, reference.height], "\(name), \(box)")
+                guard fast.width == reference.width, fast.height == reference.height else { continue }
+                XCTAssertLessThan(fast.meanAbsoluteDifference(to: reference), 1.5, "\(name), \(box)")
+            }
+        }
+    }
+
     func testShrinkOnLoadDependsOnTheOutputNotOnHowTheBoxIsSpelled() throws {
         // A 2048×256 panorama fitted to 256 px comes out 256×32, whether asked
         // as a 256 px square or as the 256×32 box itself; both must shrink on

@@ -24,10 +24,11 @@ public struct DecodeOptions: Sendable, Hashable {
     /// (JPEG's DCT scaling by 1/2, 1/4, 1/8; WebP's scaled decode).
     public enum ShrinkOnLoad: Sendable, Hashable {
         /// Shrink on load as far as possible while staying at or above the
-        /// target size, then finish with a Lanczos reduce. For 4000→256 px this
-        /// decodes a JPEG at 1/8. What Pillow's `draft()` does.
+        /// target size, then finish with a bicubic reduce (Lanczos for images
+        /// with alpha and animations). For 4000→256 px this decodes a JPEG at
+        /// 1/8. What Pillow's `draft()` and `thumbnail()` do.
         case fast
-        /// Keep at least twice the target size for the final reduce, as
+        /// Keep at least twice the target size for the final Lanczos reduce, as
         /// `vipsthumbnail` does: slower (4000→256 decodes at 1/4), marginally
         /// less aliasing on fine high-contrast detail.
         case quality
