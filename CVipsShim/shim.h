@@ -51,6 +51,18 @@ static inline int vl_resize_kernel(VipsImage *in, VipsImage **out, double hscale
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
 }
 
+static inline int vl_shrink(VipsImage *in, VipsImage **out, double hshrink, double vshrink) {
+    return vips_shrink(in, out, hshrink, vshrink, NULL);
+}
+
+static inline int vl_premultiply(VipsImage *in, VipsImage **out) {
+    return vips_premultiply(in, out, NULL);
+}
+
+static inline int vl_unpremultiply(VipsImage *in, VipsImage **out) {
+    return vips_unpremultiply(in, out, NULL);
+}
+
 static inline int vl_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
     return vips_colourspace(in, out, space, NULL);
 }

@@ -199,7 +199,12 @@ final class DecodeFormatsTests: XCTestCase {
         // both start from the same pixels: same size to the pixel, in every
         // orientation and box shape, and pixels within a rounding step.
         let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
-        var sources: [(String, Data)] = [("png", try ImageSynthesizer.data(width: 1001, height: 701, seed: 21, format: .png()))]
+        var sources: [(String, Data)] = [
+            ("png", try ImageSynthesizer.data(width: 1001, height: 701, seed: 21, format: .png())),
+            ("png with alpha", try ImageSynthesizer.data(width: 1001, height: 701, seed: 23, alpha: true, format: .png())),
+            ("16-bit png with alpha", try ImageSynthesizer.data(width: 1001, height: 701, seed: 24, alpha: true,
+                                                               format: .png(sixteenBit: true))),
+        ]
         for orientation in [1, 6, 8] {
             sources.append(("jpeg orientation \(orientation)",
                             try ImageSynthesizer.data(width: 1001, height: 701, seed: 22, format: .jpeg(orientation: orientation))))
@@ -212,6 +217,17 @@ final class DecodeFormatsTests: XCTestCase {
                 XCTAssertEqual([fast.width, fast.height], [reference.width, reference.height], "\(name), \(box)")
                 guard fast.width == reference.width, fast.height == reference.height else { continue }
                 XCTAssertLessThan(fast.meanAbsoluteDifference(to: reference), 1.5, "\(name), \(box)")
+            }
+        }
+        // Larger shrinks: alpha images are box-shrunk premultiplied first, then finished bicubic.
+        for (name, data) in sources.prefix(3) {
+            for box in [TargetSize.maxPixelSize(200), .maxPixelSize(64), .fit(width: 333, height: 100)] {
+                let fast = try decoder.decode(.data(data), size: box)
+                let reference = try quality.decode(.data(data), size: box)
+                XCTAssertEqual([fast.width, fast.height, fast.channels], [reference.width, reference.height, reference.channels],
+                               "\(name), \(box)")
+                guard fast.width == reference.width, fast.height == reference.height else { continue }
+                XCTAssertLessThan(fast.meanAbsoluteDifference(to: reference), 2.5, "\(name), \(box)")
             }
         }
     }

@@ -91,11 +91,17 @@ public struct ImageDecoder: Sendable {
     ///
     /// The output has exactly the size `vips_thumbnail` would give (same
     /// arithmetic, in the stored orientation), so the thumbnail step that
-    /// follows only rotates and converts colour. Images with alpha (which
-    /// must be resized premultiplied) and multi-page images are left to it.
+    /// follows only rotates and converts colour. Multi-page images are left
+    /// to it.
+    ///
+    /// Images with alpha are resized premultiplied, as `vips_thumbnail` does,
+    /// but box-shrunk first, leaving 1.5–3× to the bicubic step:
+    /// `vips_resize` on the whole float premultiplied image peaks about 16 MB
+    /// higher for a 2000×1500 RGBA PNG. (Box-shrinking all the way, leaving
+    /// under 2×, saves 6 MB more but is visibly softer than lanczos3.)
     private func fastResidualResize(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool,
                                     label: String) throws(VipsError) -> VipsImageHandle {
-        guard options.shrinkOnLoad == .fast, !allowUpscale, !image.hasAlpha,
+        guard options.shrinkOnLoad == .fast, !allowUpscale,
               Int(vips_image_get_page_height(image.pointer)) == image.height else { return image }
         let swap = (image.int("orientation") ?? 1) >= 5
         let (boxWidth, boxHeight) = swap ? (height, width) : (width, height)
@@ -104,10 +110,24 @@ public struct ImageDecoder: Sendable {
         // vips_thumbnail's rounding: VIPS_ROUND_UINT(size * (1 / shrink)).
         let outWidth = max(1, Int(Double(image.width) * (1 / shrink) + 0.5))
         let outHeight = max(1, Int(Double(image.height) * (1 / shrink) + 0.5))
-        return try image.apply(decodeErrorKind, "\(label): resize") {
-            vl_resize_kernel($0, $1, Double(outWidth) / Double(image.width), Double(outHeight) / Double(image.height),
-                             VIPS_KERNEL_CUBIC)
+        let step = "\(label): resize"
+        func bicubic(_ input: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+            try input.apply(decodeErrorKind, step) {
+                vl_resize_kernel($0, $1, Double(outWidth) / Double(input.width), Double(outHeight) / Double(input.height),
+                                 VIPS_KERNEL_CUBIC)
+            }
         }
+        guard image.hasAlpha else { return try bicubic(image) }
+        let format = image.bandFormat
+        var premultiplied = try image.apply(decodeErrorKind, step) { vl_premultiply($0, $1) }
+        // A whole-factor box shrink that leaves at least 1.5× to the bicubic step.
+        let whole = (Double(min(image.width / outWidth, image.height / outHeight)) / 1.5).rounded(.down)
+        if whole >= 2 {
+            premultiplied = try premultiplied.apply(decodeErrorKind, step) { vl_shrink($0, $1, whole, whole) }
+        }
+        let resized = try bicubic(premultiplied)
+        let straight = try resized.apply(decodeErrorKind, step) { vl_unpremultiply($0, $1) }
+        return try straight.apply(decodeErrorKind, step) { vl_cast($0, $1, format) }
     }
 
     /// Downscales a bitmap in memory to fit `size`, without any decode.
