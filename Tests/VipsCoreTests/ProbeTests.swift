@@ -24,6 +24,13 @@ final class ProbeTests: XCTestCase {
         }
     }
 
+    func testAVIFAndHEICAreToldApartThoughOneLoaderReadsBoth() throws {
+        let samples = try HostileFiles.heifSamples()
+        let formats = try samples.map { try ImageDecoder().info(.data($0.data)).format }
+        XCTAssertEqual(samples.map(\.name), ["tiny.avif", "grid.heic"])
+        XCTAssertEqual(formats, [.avif, .heif])
+    }
+
     func testInfoReportsStoredBands() throws {
         func bands(_ format: ImageSynthesizer.Format, alpha: Bool = false) throws -> Int {
             try decoder.info(.data(ImageSynthesizer.data(width: 64, height: 48, alpha: alpha, format: format))).bands

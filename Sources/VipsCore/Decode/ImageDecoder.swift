@@ -191,10 +191,18 @@ public struct ImageDecoder: Sendable {
         let pageHeight = Int(vips_image_get_page_height(image.pointer))
         let info = ImageInfo(
             width: swap ? pageHeight : image.width, height: swap ? image.width : pageHeight,
-            format: ImageFormat.fromLoader(loader), bands: image.bands, hasAlpha: image.hasAlpha,
+            format: Self.format(loader: loader, image: image), bands: image.bands, hasAlpha: image.hasAlpha,
             orientation: orientation, pages: pages)
         try options.limits.check(info, label: label)
         return Header(image: image, info: info, loader: loader)
+    }
+
+    /// The format as the loader reports it; libvips reads AVIF and HEIC with
+    /// one loader, told apart by the codec it records.
+    private static func format(loader: String, image: VipsImageHandle) -> ImageFormat {
+        let format = ImageFormat.fromLoader(loader)
+        if format == .heif, image.string("heif-compression") == "av1" { return .avif }
+        return format
     }
 
     /// Reopens the source with the loader's own shrink when that helps; nil when it does not.
