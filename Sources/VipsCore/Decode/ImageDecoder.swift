@@ -265,8 +265,9 @@ public struct ImageDecoder: Sendable {
 
     /// Runs a libvips loader; a failure is classified by libvips' wording.
     static func load(_ label: String, _ open: () -> UnsafeMutablePointer<VipsImage>?) throws(VipsError) -> VipsImageHandle {
+        _ = VipsRuntime.takeLastWarning()
         guard let loaded = open() else {
-            let message = VipsRuntime.takeErrorMessage(default: "libvips gave no reason")
+            let message = VipsRuntime.takeErrorMessage(default: VipsRuntime.takeLastWarning() ?? "libvips gave no reason")
             let kind = kind(forDecodeFailure: message)
             let detail: String
             if kind == .unsupportedFormat {

@@ -91,6 +91,24 @@ public enum VipsRuntime {
         vips_error_clear()
     }
 
+    /// Some loaders (libpng's, through libvips 8.14) report why they failed
+    /// only as a GLib warning, leaving the error buffer empty. The last
+    /// warning on each thread is kept so a failure on that thread can still
+    /// say why (`takeLastWarning`), instead of "no reason".
+    private static let lastWarningKey = "org.vipsload.lastWarning"
+
+    fileprivate static func noteWarning(_ message: String) {
+        let text = message.count > 300 ? String(message.prefix(300)) + "…" : message
+        Thread.current.threadDictionary[lastWarningKey] = text
+    }
+
+    /// Takes (and clears) the last libvips warning raised on this thread.
+    static func takeLastWarning() -> String? {
+        let dictionary = Thread.current.threadDictionary
+        defer { dictionary.removeObject(forKey: lastWarningKey) }
+        return dictionary[lastWarningKey] as? String
+    }
+
     // MARK: - Start-up
 
     private static let warnings = Atomic<Int>(0)
@@ -128,9 +146,10 @@ public enum VipsRuntime {
         let levels = GLogLevelFlags(
             rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue
                 | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue)
-        _ = g_log_set_handler("VIPS", levels, { _, level, _, _ in
+        _ = g_log_set_handler("VIPS", levels, { _, level, message, _ in
             if level.rawValue & G_LOG_LEVEL_WARNING.rawValue != 0 {
                 VipsRuntime.warnings.add(1, ordering: .relaxed)
+                if let message { VipsRuntime.noteWarning(String(cString: message)) }
             }
         }, nil)
         return Startup(failure: nil)
