@@ -63,6 +63,13 @@ static inline int vl_unpremultiply(VipsImage *in, VipsImage **out) {
     return vips_unpremultiply(in, out, NULL);
 }
 
+static inline int vl_flatten(VipsImage *in, VipsImage **out, const double *background, int n) {
+    VipsArrayDouble *colour = vips_array_double_new(background, n);
+    int status = vips_flatten(in, out, "background", colour, NULL);
+    vips_area_unref(VIPS_AREA(colour));
+    return status;
+}
+
 static inline int vl_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
     return vips_colourspace(in, out, space, NULL);
 }

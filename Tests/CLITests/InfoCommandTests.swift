@@ -85,4 +85,33 @@ final class InfoCommandTests: XCTestCase {
             XCTAssertTrue(result.stdout.contains("usage: vipsload \(command)"), result.stdout)
         }
     }
+    func testSVGIsRefusedUnlessAllowedThenRenderedAtTheThumbnailSize() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let svg = dir.appendingPathComponent("logo.svg")
+        try Data("""
+            <!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+            <svg xmlns="http://www.w3.org/2000/svg" width="1000" height="500">
+              <rect width="1000" height="500" fill="#2060c0"/><circle cx="500" cy="250" r="200" fill="#ffffff"/>
+            </svg>
+            """.utf8).write(to: svg)
+
+        let refused = try CLIHarness.run(["info", svg.path])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stdout.contains("unsupportedFormat: svg images are not allowed"), refused.stdout)
+
+        let allowed = try CLIHarness.run(["info", "--allow", "svg", svg.path])
+        XCTAssertEqual(allowed.status, 0, allowed.stderr)
+        XCTAssertTrue(allowed.stdout.contains("1000x500 svg"), allowed.stdout)
+
+        let out = dir.appendingPathComponent("out")
+        let thumb = try CLIHarness.run(["thumb", "--allow", "svg", "--size", "64", "--format", "png", "--out", out.path, svg.path])
+        XCTAssertEqual(thumb.status, 0, thumb.stderr)
+        let bitmap = try ImageDecoder().decode(.file(out.appendingPathComponent("logo.png").path))
+        XCTAssertEqual([bitmap.width, bitmap.height], [64, 32])
+        XCTAssertEqual(bitmap.pixel(x: 2, y: 2), [0x20, 0x60, 0xC0, 0xFF], "the fill, rendered, not a grey placeholder")
+
+        let unknown = try CLIHarness.run(["info", "--allow", "bmpx", svg.path])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.stderr.contains("unknown format 'bmpx'"), unknown.stderr)
+    }
 }

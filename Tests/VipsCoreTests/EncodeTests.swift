@@ -55,6 +55,23 @@ final class EncodeTests: XCTestCase {
         XCTAssertEqual(decoded.width, 64)
     }
 
+    func testJPEGCompositesTransparencyOntoWhite() throws {
+        // Left half: transparent black; right half: opaque red; one pixel half-transparent blue.
+        var pixels = [UInt8]()
+        for y in 0..<16 {
+            for x in 0..<32 {
+                if x == 4 && y == 4 { pixels += [0, 0, 255, 128] }
+                else { pixels += x < 16 ? [0, 0, 0, 0] : [255, 0, 0, 255] }
+            }
+        }
+        let source = try Bitmap(width: 32, height: 16, channels: 4, pixels: pixels)
+        let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 95))))
+        XCTAssertLessThan(colourDistance(decoded.meanColour(aroundX: 10, y: 10, radius: 2), [255, 255, 255]), 6, "transparent → white")
+        XCTAssertLessThan(colourDistance(decoded.meanColour(aroundX: 26, y: 8, radius: 2), [255, 0, 0]), 12, "opaque kept")
+        let png = try decoder.decode(.data(encoder.encode(source, as: .png())))
+        XCTAssertEqual(png.channels, 4, "PNG keeps the alpha")
+    }
+
     func testPNGRoundTripIsLossless() throws {
         for alpha in [false, true] {
             let source = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 84, alpha: alpha)

@@ -220,6 +220,9 @@ public struct ImageDecoder: Sendable {
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
+        case .svg where factor > 1:
+            // Vector: render at the output size itself rather than at the declared size.
+            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / factor) }
         default:
             return nil
         }

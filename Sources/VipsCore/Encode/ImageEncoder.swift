@@ -6,6 +6,8 @@ public struct ImageEncoder: Sendable {
     /// An output format with its settings.
     public enum Format: Sendable, Hashable {
         /// JPEG at `quality` 1–100 (default 85); `progressive` writes an interlaced file.
+        /// JPEG has no alpha: transparent pixels are composited onto white, as
+        /// a browser shows them on a plain page (libvips alone would use black).
         case jpeg(quality: Int = 85, progressive: Bool = false)
         /// PNG with zlib `compression` 0–9 (default 6).
         case png(compression: Int = 6)
@@ -27,13 +29,18 @@ public struct ImageEncoder: Sendable {
     /// Encodes `bitmap`; metadata is not written.
     public func encode(_ bitmap: Bitmap, as format: Format) throws(VipsError) -> Data {
         try VipsRuntime.start()
-        let image = try ImageDecoder.image(wrapping: bitmap)
+        var image = try ImageDecoder.image(wrapping: bitmap)
+        if case .jpeg = format, bitmap.channels == 4 {
+            let white: [Double] = [255, 255, 255]
+            image = try image.apply(.encodeFailed, "encode jpg: flatten") { input, output in
+                white.withUnsafeBufferPointer { vl_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+            }
+        }
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
         let status: Int32 = withExtendedLifetime(bitmap) {
             switch format {
             case .jpeg(let quality, let progressive):
-                // JPEG has no alpha: libvips flattens RGBA onto black, so flatten is left to it.
                 return vl_jpegsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), progressive ? 1 : 0)
             case .png(let compression):
                 return vl_pngsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(9, max(0, compression))))

@@ -4,7 +4,7 @@ import VipsCore
 /// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
 enum InfoCommand {
     static let usage = """
-        usage: vipsload info [--json] [--strict] [--max-pixels N] INPUT...
+        usage: vipsload info [--json] [--strict] [--max-pixels N] [--allow LIST] INPUT...
 
         Prints each image's size (after EXIF orientation), format, bands, alpha,
         orientation and page count without decoding pixels. Folders are searched

@@ -15,7 +15,7 @@ enum ThumbCommand {
     static let usage = """
         usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
                               [--jobs N] [--input-list FILE|-] [--cache-dir DIR]
-                              [--strict] [--max-pixels N] [INPUT...]
+                              [--strict] [--max-pixels N] [--allow LIST] [INPUT...]
 
         Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
         DIR as <input name without extension>.<format>. An input is a file, a folder
