@@ -33,6 +33,27 @@ final class ThumbCommandTests: XCTestCase {
                        "non-image files found in folders are skipped")
     }
 
+    func testSymlinkedFilesAreReadAndSymlinkedFoldersNotFollowed() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let store = dir.appendingPathComponent("store")
+        let input = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+        let photo = store.appendingPathComponent("photo.jpg")
+        try ImageSynthesizer.data(width: 400, height: 300, format: .jpeg()).write(to: photo)
+        try FileManager.default.createSymbolicLink(at: input.appendingPathComponent("linked.jpg"), withDestinationURL: photo)
+        try FileManager.default.createSymbolicLink(at: input.appendingPathComponent("dangling.jpg"),
+                                                   withDestinationURL: store.appendingPathComponent("missing.jpg"))
+        try FileManager.default.createSymbolicLink(at: input.appendingPathComponent("loop"), withDestinationURL: input)
+        try FileManager.default.createSymbolicLink(at: input.appendingPathComponent("store"), withDestinationURL: store)
+
+        let out = dir.appendingPathComponent("thumbs")
+        let result = try CLIHarness.run(["thumb", "--size", "64", "--out", out.path, input.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let written = try FileManager.default.subpathsOfDirectory(atPath: out.path).sorted()
+        XCTAssertEqual(written, ["linked.jpg"], "the linked file once; no loop, no followed folder, no dangling link")
+    }
+
     func testSameNamesDoNotOverwriteEachOther() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         let a = dir.appendingPathComponent("a"), b = dir.appendingPathComponent("b")

@@ -95,14 +95,22 @@ struct InputCollector {
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    /// Relative paths of the image files below `root`, sorted, symlinked folders not followed.
+    /// Relative paths of the image files below `root`, sorted. Symlinks to
+    /// files are read; symlinked folders are not followed (no loops).
     private static func filesBelow(_ root: URL) -> [String] {
         guard let enumerator = FileManager.default.enumerator(
-            at: root, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]) else { return [] }
+            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
+            options: [.skipsHiddenFiles]) else { return [] }
         var found: [String] = []
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
-            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
+            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey]) else { continue }
+            if kind.isSymbolicLink == true {
+                var target = stat()
+                guard stat(url.path, &target) == 0, (target.st_mode & S_IFMT) == S_IFREG else { continue }
+            } else if kind.isRegularFile != true {
+                continue
+            }
             let path = url.standardizedFileURL.path
             guard path.hasPrefix(prefix), looksLikeImage(path) else { continue }
             found.append(String(path.dropFirst(prefix.count)))
