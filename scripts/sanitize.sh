@@ -54,7 +54,8 @@ if [ "$which" = thread ] || [ "$which" = all ]; then
     # through an uninstrumented library, so two accesses both made under the same Mutex look
     # like a race (a 15-line program with Mutex<Int> and two threads shows it; NSLock does not).
     # A report is set aside only when BOTH accesses run inside a Mutex.withLock closure
-    # (mangled "zYuYTXE": a closure taking `inout sending State` and returning `sending`),
+    # (mangled "zYuYTXE": a closure taking `inout sending State` and returning `sending`;
+    # "z<error type>YKYTXE" when the closure has a typed `throws(E)`, e.g. "zAGYKYTXE"),
     # that is, both held a lock; anything else is a real race and fails the run.
     # (A race between accesses under two different Mutexes would be missed.)
     if compgen -G "$reports/tsan.*" >/dev/null; then
@@ -63,7 +64,7 @@ if [ "$which" = thread ] || [ "$which" = all ]; then
         open { text = text $0 "\n" }
         open && /^  Previous / { side = 2 }
         open && /^  (Location is|Mutex |Thread T|Issue is caused)/ { side = 3 }
-        open && /zYuYTXE/ { if (side == 1) a = 1; else if (side == 2) b = 1 }
+        open && /z(Yu|[A-Z0-9]+YK)YTXE/ { if (side == 1) a = 1; else if (side == 2) b = 1 }
         open && /^SUMMARY: ThreadSanitizer/ { open = 0; if (a && b) locked++; else { real++; printf "%s\n", text > "/dev/stderr" } }
         END { printf "%d %d %d\n", total, locked, real }
       ' "$reports"/tsan.*)
