@@ -106,6 +106,30 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertEqual(entries.filter { $0.hasSuffix(".meta") }.count, 2, "\(entries)")
     }
 
+    func testCacheSizeBoundsTheDiskCache() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        var urls: [String] = []
+        var bodies = 0
+        for index in 0..<4 {
+            let body = try jpeg(2000, 1500, seed: 30 + index)
+            bodies += body.count
+            server.route("/big\(index).jpg", .ok(body, headers: [("Cache-Control", "public, max-age=3600")]))
+            urls.append(server.url("/big\(index).jpg").absoluteString)
+        }
+        let limit = 1_048_576
+        XCTAssertGreaterThan(bodies, limit, "the four bodies must not fit together")
+        let cache = dir.appendingPathComponent("cache")
+        let result = try CLIHarness.run(["thumb", "--size", "64", "--jobs", "1", "--cache-dir", cache.path, "--cache-size", "1",
+                                         "--out", dir.appendingPathComponent("out").path] + urls)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let entries = cache.appendingPathComponent("entries")
+        let stored = try files(below: entries).filter { !$0.hasSuffix(".meta") }.map { name in
+            try XCTUnwrap(FileManager.default.attributesOfItem(atPath: entries.appendingPathComponent(name).path)[.size] as? Int)
+        }
+        XCTAssertFalse(stored.isEmpty, "something is cached")
+        XCTAssertLessThanOrEqual(stored.reduce(0, +), limit, "\(stored)")
+    }
+
     func testInputListFromStandardInput() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         server.route("/stdin.jpg", .ok(try jpeg(300, 200, seed: 7)))

@@ -14,7 +14,7 @@ import VipsLoad
 enum ThumbCommand {
     static let usage = """
         usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
-                              [--jobs N] [--input-list FILE|-] [--cache-dir DIR]
+                              [--jobs N] [--input-list FILE|-] [--cache-dir DIR] [--cache-size MB]
                               [--strict] [--max-pixels N] [--allow LIST] [INPUT...]
 
         Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
@@ -32,8 +32,10 @@ enum ThumbCommand {
           --input-list FILE  also read inputs from FILE ('-' for standard input), one
                              per line; blank lines and lines starting with # are skipped
           --cache-dir DIR    keep downloaded images in a disk cache in DIR (created when
-                             missing, at most 512 MiB), and use what is there: fresh
-                             entries are not downloaded again, stale ones revalidated
+                             missing), and use what is there: fresh entries are not
+                             downloaded again, stale ones revalidated
+          --cache-size MB    the disk cache's size limit; least recently used entries
+                             go first (default 512)
         \(DecoderFlags.help)
 
         Exit status: 0 when every input was written, 1 when any failed, 2 on usage errors.
@@ -56,7 +58,8 @@ enum ThumbCommand {
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir"]),
+            valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir",
+                                                           "cache-size"]),
             flagOptions: DecoderFlags.flagOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
@@ -66,6 +69,10 @@ enum ThumbCommand {
         let size = try parsed.int("size", default: 256, in: 1...65_500)
         let quality = try parsed.int("quality", default: 80, in: 1...100)
         let jobs = try parsed.int("jobs", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
+        let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
+        if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
+            throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
+        }
         let format: ImageEncoder.Format
         switch try parsed.choice("format", ["jpeg", "jpg", "png", "webp"], default: "jpeg") {
         case "png": format = .png()
@@ -106,7 +113,8 @@ enum ThumbCommand {
             }
         }
         // Downloads (and their results) proceed while the files are decoded.
-        async let downloaded: Void = thumbnailURLs(downloads, settings, cacheFolder: parsed.value("cache-dir"), progress)
+        let cache = parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) }
+        async let downloaded: Void = thumbnailURLs(downloads, settings, cache: cache, progress)
         await thumbnailFiles(files, settings, progress)
         await downloaded
         Terminal.endProgress()
@@ -148,10 +156,10 @@ enum ThumbCommand {
 
     /// Downloads and decodes every URL through a pipeline, and encodes and
     /// writes each thumbnail as its bitmap arrives; returns when all are done.
-    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cacheFolder: String?,
+    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cache: (folder: String, sizeLimit: Int)?,
                                       _ progress: Progress) async {
         guard !downloads.isEmpty else { return }
-        let pipeline = makePipeline(settings, cacheFolder: cacheFolder)
+        let pipeline = makePipeline(settings, cache: cache)
         let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
         for await result in pipeline.images(for: requests) {
             let job = downloads[result.index].0
@@ -171,13 +179,13 @@ enum ThumbCommand {
     }
 
     /// The pipeline for URL inputs: no memory cache (each image is needed
-    /// once), the disk cache in `cacheFolder` when given and usable.
-    private static func makePipeline(_ settings: Settings, cacheFolder: String?) -> ImagePipeline {
+    /// once), the disk cache in `cache.folder` when given and usable.
+    private static func makePipeline(_ settings: Settings, cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
                                                         decodeOptions: settings.decodeOptions)
-        if let cacheFolder {
+        if let cache {
             do throws(VipsError) {
-                configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cacheFolder))
+                configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
             } catch {
                 // The images can still be downloaded: say so and carry on uncached.
                 Terminal.err("vipsload thumb: not caching downloads: \(error.message)")
