@@ -70,6 +70,10 @@ static inline int vl_flatten(VipsImage *in, VipsImage **out, const double *backg
     return status;
 }
 
+static inline VipsPel *vl_region_addr(VipsRegion *region, int x, int y) {
+    return VIPS_REGION_ADDR(region, x, y);
+}
+
 static inline int vl_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
     return vips_colourspace(in, out, space, NULL);
 }

@@ -111,6 +111,10 @@ final class PipelineProgressiveTests: XCTestCase {
         var first: ProgressiveImage?
         for try await step in pipeline.progressiveImages(for: [ImageRequest(path: thumbnail), ImageRequest(path: full)]) {
             first = step
+            // The thumbnail can arrive before the full image's load has even
+            // started; stop only once that load is in flight, so what is
+            // checked is that breaking cancels it.
+            await waitUntil("the full image's load waits at the gate") { gate.waiting == 1 }
             break
         }
         XCTAssertEqual(first?.step, 0)

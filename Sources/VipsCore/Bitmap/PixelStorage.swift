@@ -2,11 +2,11 @@ import CVipsShim
 
 /// One immutable block of pixel memory allocated with GLib's allocator.
 ///
-/// libvips hands decoded pixels over as a `g_malloc` block
-/// (`vips_image_write_to_memory`); wrapping that block, instead of copying it
-/// into a Swift array, is what keeps the decode path free of extra copies.
-/// The memory is written once before the storage is created and never again,
-/// which is why sharing it across threads is safe.
+/// The decoder copies each strip libvips computes straight into this block,
+/// which then becomes the bitmap's storage as it is: no full-size
+/// intermediate buffer and no second copy into a Swift array. The memory is
+/// written once before the storage is created and never again, which is why
+/// sharing it across threads is safe.
 final class PixelStorage: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
     let count: Int

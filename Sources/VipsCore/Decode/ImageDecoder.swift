@@ -322,19 +322,44 @@ public struct ImageDecoder: Sendable {
         return image
     }
 
-    /// Runs the pipeline of lazy operations, writing pixels straight into the
-    /// bitmap's memory block (no intermediate full-size copy).
+    /// Runs the pipeline of lazy operations on the calling thread, strip by
+    /// strip from the top, copying each strip into the bitmap's memory block.
+    ///
+    /// `vips_image_write_to_memory` would hand every strip to a libvips worker
+    /// thread and wait for it; VipsLoad already runs one image per thread, so
+    /// that hand-off only added futex wake-ups and context switches per image.
+    /// Strips keep memory bounded as the sink does: a loader is asked for a
+    /// band of rows at a time, never the whole image.
     static func materialise(_ image: VipsImageHandle, scale: Double, label: String) throws(VipsError) -> Bitmap {
-        var size = 0
-        guard let pixels = vips_image_write_to_memory(image.pointer, &size) else {
-            let message = VipsRuntime.takeErrorMessage(default: "decode failed")
-            throw VipsError(kind(forDecodeFailure: message), "\(label): \(message)")
+        let (width, height, bands) = (image.width, image.height, image.bands)
+        let rowBytes = width * bands
+        let (size, overflow) = rowBytes.multipliedReportingOverflow(by: height)
+        guard width > 0, height > 0, !overflow, let block = g_try_malloc(gsize(size)) else {
+            throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(bands) pixels")
         }
-        let storage = PixelStorage(adopting: pixels, count: size)
-        guard size == image.width * image.height * image.bands else {
-            throw VipsError(.internal, "\(label): libvips returned \(size) bytes for \(image.width)×\(image.height)×\(image.bands)")
+        let storage = PixelStorage(adopting: block, count: size)
+        guard let region = vips_region_new(image.pointer) else {
+            throw VipsError(.internal, "\(label): \(VipsRuntime.takeErrorMessage(default: "cannot make a region"))")
         }
-        return Bitmap(width: image.width, height: image.height, channels: image.bands, scale: scale, storage: storage)
+        defer { g_object_unref(region) }
+        let strip = 64
+        var top = 0
+        while top < height {
+            let rows = min(strip, height - top)
+            var rect = VipsRect(left: 0, top: Int32(top), width: Int32(width), height: Int32(rows))
+            guard vips_region_prepare(region, &rect) == 0 else {
+                let message = VipsRuntime.takeErrorMessage(default: "decode failed")
+                throw VipsError(kind(forDecodeFailure: message), "\(label): \(message)")
+            }
+            for row in top..<(top + rows) {
+                guard let source = vl_region_addr(region, 0, Int32(row)) else {
+                    throw VipsError(.internal, "\(label): libvips gave no pixels for row \(row)")
+                }
+                (block + row * rowBytes).copyMemory(from: source, byteCount: rowBytes)
+            }
+            top += rows
+        }
+        return Bitmap(width: width, height: height, channels: bands, scale: scale, storage: storage)
     }
 
     /// A libvips image over a bitmap's pixels (no copy; the bitmap must outlive it).
