@@ -51,4 +51,26 @@ final class FuzzRegressionTests: XCTestCase {
         let upright = try HostileFiles.jpeg(claimingWidth: 65_500, height: 10_000)
         HostileFiles.assertFails(.tooLarge, "upright") { () throws(VipsError) in try decoder.info(.data(upright)) }
     }
+    /// Found in the fixed-seed one-minute smoke run of a fresh clone: a 2×48
+    /// progressive JPEG thumbnailed to 8 px or less aborted the process. For
+    /// 48→8 fast mode asked libjpeg for 1/4, and libvips 8.14 rounds 2/4 down
+    /// to a width of 0 and fails an assertion (not an error). WebP's scaled
+    /// decode of such a strip refuses "bad image dimensions". A loader's own
+    /// shrink is now capped so the short side keeps at least a pixel.
+    func testThinImagesShrinkOnLoadNoFurtherThanTheirShortSide() throws {
+        let formats: [ImageSynthesizer.Format] = [.jpeg(), .jpeg(progressive: true), .webp()]
+        for format in formats {
+            for (width, height) in [(2, 48), (48, 2), (1, 300), (3, 9)] {
+                let data = try ImageSynthesizer.data(width: width, height: height, seed: 61, format: format)
+                for options in [DecodeOptions(), DecodeOptions(shrinkOnLoad: .quality)] {
+                    for side in [16, 8, 4, 2, 1] {
+                        let label = "\(format) \(width)×\(height) to \(side) (\(options.shrinkOnLoad))"
+                        let bitmap = try ImageDecoder(options: options).decode(.data(data), size: .maxPixelSize(side))
+                        XCTAssertEqual(max(bitmap.width, bitmap.height), min(side, max(width, height)), label)
+                        XCTAssertGreaterThanOrEqual(min(bitmap.width, bitmap.height), 1, label)
+                    }
+                }
+            }
+        }
+    }
 }

@@ -213,16 +213,22 @@ public struct ImageDecoder: Sendable {
         // shrink decides; the other side then lies within the box.
         let factor = max(Double(header.info.width) / Double(box.width),
                          Double(header.info.height) / Double(box.height))
-        let allowed = factor / options.shrinkOnLoad.margin
+        // A loader's own shrink must leave the short side at least a pixel: for
+        // a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0 and
+        // aborts the process (a failed assertion, not an error), and WebP's
+        // scaled decode refuses "bad image dimensions". The resize finishes the rest.
+        let cap = Self.shrinkCap(header.info)
+        let allowed = min(factor / options.shrinkOnLoad.margin, cap)
         switch header.info.format {
         case .jpeg:
             guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
-        case .svg where factor > 1:
+        case .svg where min(factor, cap) > 1:
             // Vector: render at the output size itself rather than at the declared size.
-            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / factor) }
+            let scale = 1 / min(factor, cap)
+            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, scale) }
         default:
             return nil
         }
@@ -231,6 +237,12 @@ public struct ImageDecoder: Sendable {
     /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
     private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
         try Self.load(label) { vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
+    }
+
+    /// The largest shrink any loader may apply to this image: its short side
+    /// comes out at 1 px or more, whichever way the loader rounds.
+    private static func shrinkCap(_ info: ImageInfo) -> Double {
+        Double(max(1, min(info.width, info.height))) * 0.99
     }
 
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
@@ -245,7 +257,9 @@ public struct ImageDecoder: Sendable {
         guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
               header.image.int("jpeg-multiscan") == 1 else { return nil }
         let factor = max(Double(header.info.width) / Double(box.width), Double(header.info.height) / Double(box.height))
-        guard Self.jpegShrink(allowed: factor / options.shrinkOnLoad.margin) == 8 else { return nil }
+        guard Self.jpegShrink(allowed: min(factor / options.shrinkOnLoad.margin, Self.shrinkCap(header.info))) == 8 else {
+            return nil
+        }
         switch input {
         case .data(let data):
             return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
