@@ -56,6 +56,13 @@ public enum VipsRuntime {
         _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: max(4096, mmapThreshold)))
     }
 
+    /// Gives memory the process has freed back to the kernel (glibc's
+    /// `malloc_trim`): after a burst of large decodes, or after emptying the
+    /// caches on memory pressure, so the resident size falls with them.
+    public static func releaseFreedMemory() {
+        _ = malloc_trim(0)
+    }
+
     /// Starts libvips if needed; throws when the library cannot start.
     public static func start() throws(VipsError) {
         if let failure = startup.failure { throw failure }
