@@ -208,27 +208,16 @@ public struct ImageDecoder: Sendable {
     /// Reopens the source with the loader's own shrink when that helps; nil when it does not.
     private func shrinkOnLoad(_ source: UnsafeMutablePointer<VipsSource>, header: Header,
                               box: (width: Int, height: Int), label: String) throws(VipsError) -> VipsImageHandle? {
-        // How much smaller the output is than the source (≥ 1 means a shrink).
-        // The image is fitted inside the box, so the side that needs the larger
-        // shrink decides; the other side then lies within the box.
-        let factor = max(Double(header.info.width) / Double(box.width),
-                         Double(header.info.height) / Double(box.height))
-        // A loader's own shrink must leave the short side at least a pixel: for
-        // a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0 and
-        // aborts the process (a failed assertion, not an error), and WebP's
-        // scaled decode refuses "bad image dimensions". The resize finishes the rest.
-        let cap = Self.shrinkCap(header.info)
-        let allowed = min(factor / options.shrinkOnLoad.margin, cap)
+        let (allowed, vector) = loaderShrink(header.info, box: box)
         switch header.info.format {
         case .jpeg:
             guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
-        case .svg where min(factor, cap) > 1:
+        case .svg where vector > 1:
             // Vector: render at the output size itself rather than at the declared size.
-            let scale = 1 / min(factor, cap)
-            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, scale) }
+            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / vector) }
         default:
             return nil
         }
@@ -239,10 +228,19 @@ public struct ImageDecoder: Sendable {
         try Self.load(label) { vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
     }
 
-    /// The largest shrink any loader may apply to this image: its short side
-    /// comes out at 1 px or more, whichever way the loader rounds.
-    private static func shrinkCap(_ info: ImageInfo) -> Double {
-        Double(max(1, min(info.width, info.height))) * 0.99
+    /// How far a loader may shrink this image while decoding it into `box`:
+    /// `raster` keeps the mode's margin (for JPEG's DCT scaling and WebP's
+    /// scaled decode), `vector` renders straight at the output size.
+    ///
+    /// The image is fitted inside the box, so the side that needs the larger
+    /// shrink decides. Both are capped so the short side keeps at least a
+    /// pixel: for a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0
+    /// and aborts the process (a failed assertion, not an error), and WebP's
+    /// scaled decode refuses "bad image dimensions". The resize does the rest.
+    private func loaderShrink(_ info: ImageInfo, box: (width: Int, height: Int)) -> (raster: Double, vector: Double) {
+        let factor = max(Double(info.width) / Double(box.width), Double(info.height) / Double(box.height))
+        let cap = Double(max(1, min(info.width, info.height))) * 0.99
+        return (min(factor / options.shrinkOnLoad.margin, cap), min(factor, cap))
     }
 
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
@@ -256,10 +254,7 @@ public struct ImageDecoder: Sendable {
     private func progressiveDCOnly(_ input: ImageInput, header: Header, box: (width: Int, height: Int)) -> Data? {
         guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
               header.image.int("jpeg-multiscan") == 1 else { return nil }
-        let factor = max(Double(header.info.width) / Double(box.width), Double(header.info.height) / Double(box.height))
-        guard Self.jpegShrink(allowed: min(factor / options.shrinkOnLoad.margin, Self.shrinkCap(header.info))) == 8 else {
-            return nil
-        }
+        guard Self.jpegShrink(allowed: loaderShrink(header.info, box: box).raster) == 8 else { return nil }
         switch input {
         case .data(let data):
             return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
