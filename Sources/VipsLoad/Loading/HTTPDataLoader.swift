@@ -116,7 +116,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache = configuration.diskCache, let stored = stale.entry.http else {
-                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry"),
+                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry", httpStatus: 304),
                                            isTransient: false)
             }
             if let updated = stored.updated(byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt) {

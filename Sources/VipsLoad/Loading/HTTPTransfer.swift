@@ -135,7 +135,7 @@ final class HTTPTransfer: Sendable {
             }
             if !(200..<300).contains(status) || status == 206 {
                 let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
-                failure = Failure(error: VipsError(.httpStatus, "HTTP \(status) for \(label)"),
+                failure = Failure(error: VipsError(.httpStatus, "HTTP \(status) for \(label)", httpStatus: status),
                                   isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
             } else if http.expectedContentLength > Int64(limits.maxBodyBytes) {
                 failure = Failure(error: VipsError(.tooLarge, "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"),
