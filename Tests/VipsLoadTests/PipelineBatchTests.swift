@@ -24,7 +24,7 @@ final class PipelineBatchTests: XCTestCase {
         }
         XCTAssertEqual(try seen[20]?.result.get().width, 35)
         for index in 21..<25 {
-            XCTAssertThrowsError(try seen[index]?.result.get()) { XCTAssertEqual(($0 as? VipsError)?.kind, .io) }
+            XCTAssertThrowsError(try seen[index]?.result.get()) { XCTAssertEqual(($0 as? VipsError)?.kind, .fileNotFound) }
             XCTAssertEqual(seen[index]?.request, requests[index])
         }
         let metrics = pipeline.metrics

@@ -135,3 +135,10 @@ extension ImagePipeline {
                                                    memoryCache: cache))
     }
 }
+
+extension Error {
+    /// Whether this is a cancellation: the pipeline's `.cancelled`, or a loader's `CancellationError`.
+    var isCancellation: Bool {
+        (self as? VipsError)?.kind == .cancelled || self is CancellationError
+    }
+}

@@ -23,7 +23,7 @@ final class PipelineQueueTests: XCTestCase {
             await withTaskGroup(of: Bool.self) { group in
                 for task in tasks {
                     group.addTask {
-                        do { _ = try await task.image; return false } catch { return error is CancellationError }
+                        do { _ = try await task.image; return false } catch { return error.isCancellation }
                     }
                 }
                 return await group.reduce(into: [Bool]()) { $0.append($1) }
@@ -61,7 +61,7 @@ final class PipelineQueueTests: XCTestCase {
             _ = try await caller.value
             XCTFail("a cancelled caller got an image")
         } catch {
-            XCTAssertTrue(error is CancellationError, "\(error)")
+            XCTAssertTrue(error.isCancellation, "\(error)")
         }
         XCTAssertTrue(pipeline.inFlight.tablesAreEmpty)
         await waitUntil("the loader saw the cancellation") { gate.cancelledWaits == 1 }
@@ -117,7 +117,7 @@ final class PipelineQueueTests: XCTestCase {
         let path = try folder.jpeg("photo", width: 160, height: 120)
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
         let hold = DecodeHold()
-        pipeline.graph.decodeObserver.withLock { $0 = { _ in hold.started.signal(); hold.release.wait() } }
+        pipeline.engine.decodeObserver.withLock { $0 = { _ in hold.started.signal(); hold.release.wait() } }
         let request = ImageRequest(path: path, size: .maxPixelSize(80))
 
         let task = pipeline.imageTask(with: request)
@@ -127,7 +127,7 @@ final class PipelineQueueTests: XCTestCase {
             _ = try await task.image
             XCTFail("a cancelled task delivered")
         } catch {
-            XCTAssertTrue(error is CancellationError)
+            XCTAssertTrue(error.isCancellation)
         }
         XCTAssertEqual(pipeline.inFlight.tasks, 0)
         XCTAssertEqual(pipeline.inFlight.decodeJobs, 1, "the running decode stays until it returns")
@@ -148,7 +148,7 @@ final class PipelineQueueTests: XCTestCase {
         await waitUntil("the decode returns") { pipeline.inFlight.isIdle }
         XCTAssertTrue(pipeline.inFlight.tablesAreEmpty)
         XCTAssertEqual(other.state, .cancelled)
-        pipeline.graph.decodeObserver.withLock { $0 = nil }
+        pipeline.engine.decodeObserver.withLock { $0 = nil }
         let cached = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(40)))
         XCTAssertEqual(cached.width, 40)
         let metrics = pipeline.metrics
@@ -162,7 +162,7 @@ final class PipelineQueueTests: XCTestCase {
         let paths = try (0..<6).map { try folder.png("image\($0)", width: 32, height: 32, seed: $0) }
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
         let log = DecodeLog()
-        pipeline.graph.decodeObserver.withLock { $0 = { log.record($0) } }
+        pipeline.engine.decodeObserver.withLock { $0 = { log.record($0) } }
         pipeline.isDecodingSuspended = true
 
         // Queue one at a time so the decode queue's arrival order is known.
@@ -185,7 +185,7 @@ final class PipelineQueueTests: XCTestCase {
         let paths = try priorities.indices.map { try folder.png("image\($0)", width: 32, height: 32, seed: $0) }
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
         let log = DecodeLog()
-        pipeline.graph.decodeObserver.withLock { $0 = { log.record($0) } }
+        pipeline.engine.decodeObserver.withLock { $0 = { log.record($0) } }
         pipeline.isDecodingSuspended = true
 
         var tasks: [ImageTask] = []
@@ -205,7 +205,7 @@ final class PipelineQueueTests: XCTestCase {
         let paths = try (0..<3).map { try folder.png("image\($0)", width: 32, height: 32, seed: $0) }
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
         let log = DecodeLog()
-        pipeline.graph.decodeObserver.withLock { $0 = { log.record($0) } }
+        pipeline.engine.decodeObserver.withLock { $0 = { log.record($0) } }
         pipeline.isDecodingSuspended = true
 
         let first = pipeline.imageTask(with: ImageRequest(path: paths[0], priority: .normal))

@@ -66,7 +66,7 @@ final class PipelineStressTests: XCTestCase {
                                 case .success(let bitmap):
                                     tally.succeeded += 1
                                     if bitmap.width != fixedWidth ?? image.width { tally.wrongPixels += 1 }
-                                case .failure(let error) where error is CancellationError:
+                                case .failure(let error) where error.isCancellation:
                                     tally.cancelled += 1
                                 case .failure(let error):
                                     tally.unexpectedErrors.append("\(worker): \(error)")

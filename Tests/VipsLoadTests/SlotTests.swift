@@ -19,7 +19,7 @@ final class SlotTests: XCTestCase {
                 case .image(let bitmap, let request, let fromMemoryCache):
                     log.append("image \(bitmap.width) \(request.source.key.split(separator: "/").last!)\(fromMemoryCache ? " memory" : "")")
                 case .failure(let error, let request):
-                    log.append("failure \((error as? VipsError)?.kind.rawValue ?? "\(error)") \(request.source.key.split(separator: "/").last!)")
+                    log.append("failure \(error.kind.rawValue) \(request.source.key.split(separator: "/").last!)")
                 }
             }
         }
@@ -87,7 +87,7 @@ final class SlotTests: XCTestCase {
         // Failures are reported for the current request; reset cancels and clears.
         slot.load(ImageRequest(path: folder.path + "/missing.png"))
         await waitUntil("the failure arrives") { events.log.count == 5 }
-        XCTAssertEqual(events.log.last, "failure io missing.png")
+        XCTAssertEqual(events.log.last, "failure fileNotFound missing.png")
         let held = GatedLoader()
         let pipeline2 = ImagePipeline.testing(loader: held)
         let slot2 = ImageSlot(pipeline: pipeline2)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Decoded bitmaps kept in memory, least recently used evicted first.
 ///
@@ -37,7 +36,7 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     /// - Parameters:
     ///   - costLimit: most bytes of pixels kept. Default `defaultCostLimit`.
@@ -48,7 +47,7 @@ public final class MemoryCache: Sendable {
                 entryCostLimitFraction: Double = 0.1, entryLifetime: Duration? = nil) {
         self.entryCostLimitFraction = min(1, max(0, entryCostLimitFraction))
         self.entryLifetime = entryLifetime
-        state = Mutex(State(costLimit: max(0, costLimit), countLimit: max(0, countLimit)))
+        state = LockedState(State(costLimit: max(0, costLimit), countLimit: max(0, countLimit)), rank: .cache)
     }
 
     /// Most bytes of pixels kept. Lowering it evicts at once.
@@ -141,6 +140,17 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Removes every size (and every file version) of the source with `sourceKey`.
+    public func removeBitmaps(forSourceKey sourceKey: String) {
+        var removed: [(ImageCacheKey, Bitmap)] = []
+        state.withLock { state in
+            for key in state.keysBySource[sourceKey] ?? [] {
+                if let bitmap = state.storage.removeValue(for: key) { removed.append((key, bitmap)) }
+            }
+            state.forget(removed)
+        }
+    }
+
     // MARK: - Pipeline support
 
     /// The bitmap for `key` without counting a hit or miss or changing recency:
@@ -165,7 +175,7 @@ public final class MemoryCache: Sendable {
         let found = state.withLock { state -> Bitmap? in
             guard let keys = state.keysBySource[key.sourceKey] else { return nil }
             var best: (key: ImageCacheKey, bitmap: Bitmap)?
-            for candidate in keys where candidate != key && !candidate.allowUpscale {
+            for candidate in keys where candidate != key && !candidate.allowUpscale && candidate.version == key.version {
                 guard let bitmap = state.storage.peek(candidate, now: now) else { continue }
                 let isOriginalSize = candidate.isOriginal
                     || (bitmap.width < candidate.width && bitmap.height < candidate.height)

@@ -25,11 +25,19 @@ public final class HTTPDataLoader: ImageDataLoading {
     public let configuration: Configuration
     private let session: URLSession
     private let delegate: HTTPSessionDelegate
-    private let limiter: HTTPDownloadLimiter
+    /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
+    private let limiter: HTTPDownloadLimiter?
     private let coalescer = HTTPFetchCoalescer()
     private let counters = Mutex(HTTPLoaderMetrics())
 
-    public init(configuration: Configuration = Configuration()) {
+    /// A loader with its own session; at most `maxConcurrentDownloads` downloads run at once.
+    public convenience init(configuration: Configuration = Configuration()) {
+        self.init(configuration: configuration, limitsDownloads: true)
+    }
+
+    /// With `limitsDownloads` false the caller bounds concurrent loads itself
+    /// (an `ImagePipeline`'s loading lane, in priority order).
+    init(configuration: Configuration, limitsDownloads: Bool) {
         self.configuration = configuration
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         // Caching is the DiskCache's job; URLSession's own cache would keep bodies in memory.
@@ -39,7 +47,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         delegate = HTTPSessionDelegate()
         session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
-        limiter = HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads)
+        limiter = limitsDownloads ? HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads) : nil
     }
 
     deinit {
@@ -54,7 +62,7 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
     public func loadData(for source: ImageSource) async throws -> ImageData {
-        guard case .url(let url) = source, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
         }
         let key = source.key
@@ -98,8 +106,8 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// One request: a conditional one when `stale` is given.
     private func attempt(_ url: URL, key: String, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        try await limiter.acquire()
-        defer { limiter.release() }
+        try await limiter?.acquire()
+        defer { limiter?.release() }
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
                                  timeoutInterval: configuration.requestTimeout)
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }

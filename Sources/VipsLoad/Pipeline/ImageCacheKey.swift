@@ -1,12 +1,16 @@
-/// The identity of a decoded bitmap: which source, at which pixel box, with or
-/// without upscaling.
+/// The identity of a decoded bitmap: which source (and, for a file, which
+/// version of it), at which pixel box, with or without upscaling.
 ///
 /// Built from what changes the output pixels and nothing else, so
 /// `.maxPixelSize(100)` at scale 2 and `.fit(width: 200, height: 200)` at
-/// scale 1 share one key (and one cached bitmap).
+/// scale 1 share one key (and one cached bitmap). A file's key includes its
+/// identity (device, inode, size, modification time), so a file replaced or
+/// rewritten in place is a new key and is decoded again.
 public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// `ImageSource.key` of the source.
     public let sourceKey: String
+    /// The file's identity when the request was made (empty for other sources).
+    let version: String
     /// Pixel box width, 0 for the original size.
     let width: Int
     /// Pixel box height, 0 for the original size.
@@ -14,17 +18,22 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// Whether images smaller than the box are enlarged (always false for the original size).
     let allowUpscale: Bool
 
-    init(sourceKey: String, box: (width: Int, height: Int), allowUpscale: Bool) {
+    init(sourceKey: String, version: String = "", box: (width: Int, height: Int), allowUpscale: Bool) {
         self.sourceKey = sourceKey
+        self.version = version
         self.width = box.width
         self.height = box.height
         // Upscaling cannot change an original-size decode: keep one key for it.
         self.allowUpscale = box.width > 0 && allowUpscale
     }
 
+    /// The source and version together: what one data load reads.
+    var versionedSourceKey: String { version.isEmpty ? sourceKey : sourceKey + "#" + version }
+
     /// Whether this key names the image at its own size.
     public var isOriginal: Bool { width == 0 }
 
+    /// The source key, then the pixel box ("original" for the image's own size).
     public var description: String {
         isOriginal ? "\(sourceKey) original" : "\(sourceKey) \(width)x\(height)\(allowUpscale ? " upscaled" : "")"
     }

@@ -1,5 +1,3 @@
-import Synchronization
-
 extension ImagePipeline {
     /// One completed request of a batch.
     public struct BatchResult: Sendable {
@@ -7,78 +5,37 @@ extension ImagePipeline {
         public let index: Int
         /// The request at `index`.
         public let request: ImageRequest
-        /// The bitmap, or the error (`CancellationError` for a cancelled request).
-        public let result: Result<Bitmap, any Error>
+        /// The bitmap, or the error (kind `.cancelled` for a cancelled request).
+        public let result: Result<Bitmap, VipsError>
     }
 
     /// Starts every request at once and yields each result, success or error,
     /// with its index, in the order they complete; the sequence ends after the
     /// last one.
     ///
-    /// Requests are queued by their own priorities and coalesced like any
-    /// others. Ending the iteration early (a `break`, or cancelling the
-    /// iterating Swift task) cancels the requests still in flight.
+    /// Each request is an ordinary task of the pipeline: queued by its own
+    /// priority and coalesced like any other. Ending the iteration early (a
+    /// `break`, or cancelling the iterating Swift task) cancels the requests
+    /// still in flight.
     public func images(for requests: [ImageRequest]) -> ImageBatch {
         let (stream, continuation) = AsyncStream.makeStream(of: BatchResult.self)
-        let batch = Batch(remaining: requests.count)
-        let sequence = ImageBatch(stream: stream, lifetime: Lifetime { batch.terminate() })
+        let batch = TaskGroupHandle(remaining: requests.count)
+        let sequence = ImageBatch(stream: stream, lifetime: Lifetime { batch.cancelAll() })
         guard !requests.isEmpty else {
             continuation.finish()
             return sequence
         }
-        continuation.onTermination = { _ in batch.terminate() }
+        continuation.onTermination = { _ in batch.cancelAll() }
         for (index, request) in requests.enumerated() {
-            switch start(request) {
-            case .hit(let bitmap):
-                batch.complete(BatchResult(index: index, request: request, result: .success(bitmap)), continuation)
-            case .task(let task):
-                batch.add(task)
-                task.onCompletion { result in
-                    batch.complete(BatchResult(index: index, request: request, result: result), continuation)
-                }
+            let task = imageTask(with: request)
+            batch.add(task)
+            task.onCompletion { result in
+                // Yielded before it is counted: whoever counts the last one
+                // finishes, after every result is in the stream.
+                continuation.yield(BatchResult(index: index, request: request, result: result))
+                if batch.completeOne() { continuation.finish() }
             }
         }
         return sequence
-    }
-}
-
-/// The tasks of one batch, so that ending the stream cancels them.
-private final class Batch: Sendable {
-    private struct State {
-        var tasks: [ImageTask] = []
-        var remaining: Int
-        var isTerminated = false
-    }
-
-    private let state: Mutex<State>
-
-    init(remaining: Int) {
-        state = Mutex(State(remaining: remaining))
-    }
-
-    func add(_ task: ImageTask) {
-        let terminated = state.withLock { state -> Bool in
-            if !state.isTerminated { state.tasks.append(task) }
-            return state.isTerminated
-        }
-        if terminated { task.cancel() }
-    }
-
-    func complete(_ result: ImagePipeline.BatchResult, _ continuation: AsyncStream<ImagePipeline.BatchResult>.Continuation) {
-        let isLast = state.withLock { state -> Bool in
-            state.remaining -= 1
-            return state.remaining == 0
-        }
-        continuation.yield(result)
-        if isLast { continuation.finish() }
-    }
-
-    func terminate() {
-        let tasks = state.withLock { state -> [ImageTask] in
-            state.isTerminated = true
-            defer { state.tasks = [] }
-            return state.tasks
-        }
-        for task in tasks { task.cancel() }
     }
 }

@@ -6,8 +6,11 @@ extension ImagePipeline {
         /// Decodes (and in-memory downscales) running at once, each on a
         /// dedicated thread. Default: the number of active processor cores.
         public var decodeConcurrency: Int
-        /// Data loads (file opens, disk-cache lookups, downloads) running at
-        /// once. Default 6 (what a browser opens per host).
+        /// Calls to a custom `dataLoader` running at once, highest priority
+        /// first. Default 6 (what a browser opens per host). With the default
+        /// loader the network limit is `http.maxConcurrentDownloads` instead,
+        /// applied by the same lane; local files and disk-cache hits never take
+        /// these slots (they are read on the pipeline's I/O lane).
         public var dataLoadingConcurrency: Int
         /// The step that turns a source into encoded bytes. Default nil: a
         /// `DataLoader` for files, in-memory data and `file://` URLs whose
@@ -94,7 +97,12 @@ extension ImagePipeline {
 
         /// The data loader a pipeline made with this configuration uses.
         func makeDataLoader() -> any ImageDataLoading {
-            dataLoader ?? DataLoader(remoteLoader: HTTPDataLoader(configuration: http))
+            dataLoader ?? DataLoader(remoteLoader: HTTPDataLoader(configuration: http, limitsDownloads: false))
+        }
+
+        /// Loader calls at once: the network limit of the pipeline's one loading lane.
+        var loadLimit: Int {
+            dataLoader == nil ? max(1, http.maxConcurrentDownloads) : dataLoadingConcurrency
         }
     }
 }

@@ -11,14 +11,20 @@
 /// in flight or starts a load and a decode. Identical requests share one
 /// decode; different sizes of one source share one data load; a smaller size
 /// of a cached larger bitmap is made by downscaling it in memory. Decodes run
-/// on dedicated threads, `decodeConcurrency` at a time, highest priority first.
-/// Downloads look in the disk cache (`Configuration.diskCache`) first, so a
-/// request goes memory → disk → network. Errors reach every caller and are
-/// never cached, in memory or on disk.
+/// on dedicated threads, `decodeConcurrency` at a time, highest priority first;
+/// local files are opened on a separate I/O lane, so they never wait behind
+/// downloads. Downloads look in the disk cache (`Configuration.diskCache`)
+/// first, so a request goes memory → disk → network. Every failure is a
+/// `VipsError` that names the request's source; errors reach every caller and
+/// are never cached, in memory or on disk.
+///
+/// Every method may be called from any thread, including from inside the
+/// pipeline's own callbacks, a data loader's cancellation handler or an
+/// `ImageSlot` event: the pipeline never calls out while it holds a lock.
 public final class ImagePipeline: Sendable {
     /// The configuration the pipeline was made with.
     public let configuration: Configuration
-    let graph: JobGraph
+    let engine: PipelineEngine
 
     /// A pipeline with the default configuration, for apps that need one.
     public static let shared = ImagePipeline()
@@ -27,7 +33,7 @@ public final class ImagePipeline: Sendable {
     /// configuration) memory cache. Default: `Configuration()`.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        graph = JobGraph(configuration: configuration)
+        engine = PipelineEngine(configuration: configuration)
     }
 
     /// The decoded bitmap for `request`.
@@ -37,63 +43,82 @@ public final class ImagePipeline: Sendable {
     /// as much as a dictionary lookup. Cancelling the calling Swift task
     /// cancels the request.
     ///
-    /// - Throws: `VipsError` when loading or decoding fails, `CancellationError` when cancelled.
-    public nonisolated(nonsending) func image(for request: ImageRequest) async throws -> Bitmap {
+    /// - Throws: `VipsError`: the load's or decode's failure, `.invalidArgument`
+    ///   for an impossible size, `.cancelled` when cancelled.
+    public nonisolated(nonsending) func image(for request: ImageRequest) async throws(VipsError) -> Bitmap {
         switch start(request) {
         case .hit(let bitmap): return bitmap
+        case .failed(let error): throw error
         case .task(let task): return try await task.image
         }
     }
 
     /// Starts loading `request` and returns its task, to await, cancel or
-    /// reprioritise. A memory-cache hit returns a task that has completed.
+    /// reprioritise. A memory-cache hit (or an invalid request) returns a task
+    /// that has already completed.
     public func imageTask(with request: ImageRequest) -> ImageTask {
         switch start(request) {
-        case .hit(let bitmap): return ImageTask(request: request, completedWith: bitmap)
+        case .hit(let bitmap): return ImageTask(request: request, completedWith: .success(bitmap))
+        case .failed(let error): return ImageTask(request: request, completedWith: .failure(error))
         case .task(let task): return task
         }
     }
 
     /// The memory-cached bitmap for `request`, if any, without loading anything.
     public func cachedImage(for request: ImageRequest) -> Bitmap? {
-        graph.cachedBitmap(for: request)
+        guard let validated = try? request.validated() else { return nil }
+        return engine.cachedBitmap(for: validated)
+    }
+
+    /// Forgets every memory-cached size of `source` (every version of a file),
+    /// so the next request decodes it again.
+    public func removeCachedImages(for source: ImageSource) {
+        engine.memoryCache?.removeBitmaps(forSourceKey: source.key)
     }
 
     /// The memory cache (`configuration.memoryCache`).
-    public var memoryCache: MemoryCache? { graph.memoryCache }
+    public var memoryCache: MemoryCache? { engine.memoryCache }
 
     /// Counters since the pipeline was made, with its data loader's network
     /// and disk-cache counters.
     public var metrics: Metrics {
-        var metrics = graph.metrics.snapshot
-        if let network = graph.loader.networkMetrics { metrics.include(network) }
+        var metrics = engine.metrics.snapshot
+        if let network = engine.loader.networkMetrics { metrics.include(network) }
         return metrics
     }
 
     /// The sizes of the in-flight tables and queues.
-    public var inFlight: InFlight { graph.inFlight }
+    public var inFlight: InFlight { engine.inFlight }
 
     /// While true no decode starts: queued decodes wait (and can still be
     /// cancelled or reprioritised), running ones finish. An app can pause
     /// decoding during a fast scroll. Default false.
     public var isDecodingSuspended: Bool {
-        get { graph.decodeQueue.isSuspended }
-        set { graph.decodeQueue.isSuspended = newValue }
+        get { engine.decodePool.isSuspended }
+        set { engine.decodePool.isSuspended = newValue }
     }
 
     // MARK: - Internal
 
     enum Start {
         case hit(Bitmap)
+        case failed(VipsError)
         case task(ImageTask)
     }
 
-    /// Counts the request and serves it from memory or starts a task.
+    /// Counts the request, validates it once, and serves it from memory or starts a task.
     func start(_ request: ImageRequest) -> Start {
-        graph.metrics.requests.add(1, ordering: .relaxed)
-        if let bitmap = graph.cachedBitmap(for: request) { return .hit(bitmap) }
-        let task = ImageTask(request: request, graph: graph)
-        graph.submit(task)
+        engine.metrics.requests.add(1, ordering: .relaxed)
+        let validated: ValidatedRequest
+        do throws(VipsError) {
+            validated = try request.validated()
+        } catch {
+            engine.metrics.failed.add(1, ordering: .relaxed)
+            return .failed(error)
+        }
+        if let bitmap = engine.cachedBitmap(for: validated) { return .hit(bitmap) }
+        let task = ImageTask(request: request, engine: engine)
+        engine.submit(task, validated)
         return .task(task)
     }
 }

@@ -69,20 +69,21 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
 
     /// The identity of the pixels this request produces: source, pixel box and
     /// upscaling. Priority, cache options and the scale tag are not part of it.
+    /// (Without the file's version: the pipeline adds it when it serves the request.)
     public var cacheKey: ImageCacheKey {
-        ImageCacheKey(sourceKey: source.key, box: validatedBox ?? (0, 0),
+        ImageCacheKey(sourceKey: source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
                       allowUpscale: options.contains(.allowUpscale))
     }
 
+    /// The source, then the size and scale, and any priority but `.normal`.
     public var description: String {
-        "\(source.key) @ \(size)×\(scale)" + (priority == .normal ? "" : " (\(priority))")
+        "\(source) @ \(size)×\(scale)" + (priority == .normal ? "" : " (\(priority))")
     }
 
-    /// The pixel box, or nil for `.original`.
-    var validatedBox: (width: Int, height: Int)? { size.pixelBox(scale: scale) }
-
-    /// Throws `.invalidArgument` for a size or scale no decode can produce.
-    func validate() throws(VipsError) {
+    /// The request checked once, with its key (including the file's current
+    /// version) and pixel box; `.invalidArgument` for a size or scale no
+    /// decode can produce.
+    func validated() throws(VipsError) -> ValidatedRequest {
         let sizeIsValid: Bool
         switch size {
         case .original: sizeIsValid = true
@@ -90,7 +91,11 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         case .fit(let width, let height): sizeIsValid = width > 0 && height > 0
         }
         guard sizeIsValid, scale > 0, scale.isFinite else {
-            throw VipsError(.invalidArgument, "\(source.key): target size \(size) at scale \(scale) is not a valid size")
+            throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
         }
+        let box = size.pixelBox(scale: scale) ?? (0, 0)
+        let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.map(FileIdentity.current(of:)) ?? "",
+                                box: box, allowUpscale: options.contains(.allowUpscale))
+        return ValidatedRequest(request: self, key: key)
     }
 }

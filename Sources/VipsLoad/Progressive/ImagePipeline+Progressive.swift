@@ -13,7 +13,7 @@ extension ImagePipeline {
     /// (a smaller step's failure is skipped). Ending the iteration early (a
     /// `break`, or cancelling the iterating task) cancels every step in flight.
     ///
-    /// - Throws: `.invalidArgument` for an empty ladder.
+    /// - Throws: `VipsError`: the last step's failure, `.invalidArgument` for an empty ladder.
     public func progressiveImages(for ladder: [ImageRequest]) -> ProgressiveImages {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProgressiveImage.self, throwing: (any Error).self)
         let load = ProgressiveLoad(ladder: ladder, continuation: continuation)
@@ -27,8 +27,8 @@ extension ImagePipeline {
         // The largest step the memory cache holds is shown first, at once.
         var firstToLoad = 0
         for step in ladder.indices.reversed() {
-            if let bitmap = graph.cachedBitmap(for: ladder[step]) {
-                graph.metrics.requests.add(1, ordering: .relaxed)
+            if let validated = try? ladder[step].validated(), let bitmap = engine.cachedBitmap(for: validated) {
+                engine.metrics.requests.add(1, ordering: .relaxed)
                 load.receive(.success(bitmap), step: step)
                 firstToLoad = step + 1
                 break
@@ -39,6 +39,8 @@ extension ImagePipeline {
             switch start(ladder[step]) {
             case .hit(let bitmap):
                 load.receive(.success(bitmap), step: step)
+            case .failed(let error):
+                load.receive(.failure(error), step: step)
             case .task(let task):
                 load.add(task, step: step)
                 task.onCompletion { result in load.receive(result, step: step) }

@@ -1,11 +1,11 @@
 /// The steps of `ImagePipeline.progressiveImages(for:)`, smallest first.
 ///
-/// Iterate it once. It ends after the final step or throws its error.
+/// Iterate it once. It ends after the final step or throws its `VipsError`.
 /// Ending the iteration early (a `break`, or cancelling the iterating task)
 /// or releasing the sequence unread cancels every step in flight.
 public struct ProgressiveImages: AsyncSequence, Sendable {
     public typealias Element = ProgressiveImage
-    public typealias Failure = any Error
+    public typealias Failure = VipsError
 
     private let stream: AsyncThrowingStream<Element, any Error>
     private let lifetime: Lifetime
@@ -29,12 +29,14 @@ public struct ProgressiveImages: AsyncSequence, Sendable {
             self.lifetime = lifetime
         }
 
-        public mutating func next() async throws -> Element? {
-            try await base.next()
+        /// The next step, nil after the last; throws the last step's failure.
+        public mutating func next() async throws(VipsError) -> Element? {
+            do { return try await base.next() } catch { throw VipsError.from(error) }
         }
 
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> Element? {
-            try await base.next(isolation: actor)
+        /// The next step, on the caller's actor.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(VipsError) -> Element? {
+            do { return try await base.next(isolation: actor) } catch { throw VipsError.from(error) }
         }
     }
 }

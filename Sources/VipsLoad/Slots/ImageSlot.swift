@@ -20,14 +20,14 @@
 /// since results are delivered on the caller's isolation.
 public final class ImageSlot {
     /// What the slot shows, delivered to `onEvent`.
-    public enum Event {
+    public enum Event: Sendable {
         /// A load began and missed the memory cache: the placeholder (nil when
         /// none is set) is shown until the image arrives.
         case placeholder(Bitmap?, ImageRequest)
         /// The request's image. `fromMemoryCache` is true for a synchronous hit.
         case image(Bitmap, ImageRequest, fromMemoryCache: Bool)
         /// The request failed (a request the slot moved on from is never reported).
-        case failure(any Error, ImageRequest)
+        case failure(VipsError, ImageRequest)
     }
 
     /// The pipeline the slot loads through.
@@ -58,10 +58,14 @@ public final class ImageSlot {
     /// placeholder once it is loaded. Cancels the previous load. Passing nil
     /// only cancels and clears the slot (what a cell does before reuse).
     public func load(_ request: ImageRequest?, isolation: isolated (any Actor)? = #isolation) {
-        task?.cancel()
+        let previous = task
         task = nil
         generation += 1
+        // Everything this call decides is fixed before any event handler runs:
+        // a handler may load or reset this slot (or another) re-entrantly.
+        let generation = self.generation
         self.request = request
+        previous?.cancel()
         guard let request else {
             bitmap = nil
             return
@@ -70,18 +74,20 @@ public final class ImageSlot {
         case .hit(let hit):
             bitmap = hit
             onEvent?(.image(hit, request, fromMemoryCache: true))
+        case .failed(let error):
+            bitmap = placeholder
+            onEvent?(.failure(error, request))
         case .task(let newTask):
             task = newTask
             bitmap = placeholder
-            onEvent?(.placeholder(placeholder, request))
-            let generation = self.generation
             // Inherits `isolation`, so the result is handled on the slot's actor.
             Task { [weak self] in
                 _ = isolation
-                let result: Result<Bitmap, any Error>
-                do { result = .success(try await newTask.image) } catch { result = .failure(error) }
+                let result: Result<Bitmap, VipsError>
+                do throws(VipsError) { result = .success(try await newTask.image) } catch { result = .failure(error) }
                 self?.finish(result, request: request, generation: generation)
             }
+            onEvent?(.placeholder(placeholder, request))
         }
     }
 
@@ -90,7 +96,7 @@ public final class ImageSlot {
         load(nil)
     }
 
-    private func finish(_ result: Result<Bitmap, any Error>, request: ImageRequest, generation: Int) {
+    private func finish(_ result: Result<Bitmap, VipsError>, request: ImageRequest, generation: Int) {
         // Moved on (or reset) since: this result belongs to nobody.
         guard generation == self.generation else { return }
         task = nil

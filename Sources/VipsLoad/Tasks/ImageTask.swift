@@ -1,17 +1,14 @@
-import Synchronization
-
 /// One request in flight: await its `image`, `cancel()` it, or change its
 /// `priority` while it waits.
 ///
-/// A task completes exactly once — with a bitmap, an error, or
-/// `CancellationError` — and every caller awaiting it is resumed exactly once
-/// with that outcome. Cancelling a task cancels the underlying work only when
-/// no other task shares it.
+/// A task completes exactly once — with a bitmap or a `VipsError` (kind
+/// `.cancelled` when cancelled) — and every caller awaiting it is resumed
+/// exactly once with that outcome, never while the pipeline holds a lock.
+/// Cancelling a task cancels the underlying work only when no other task
+/// shares it.
 public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     /// What the task loads.
     public let request: ImageRequest
-    /// Unique within the process; also orders tasks by creation.
-    let id: Int
 
     /// Where the task stands.
     public enum State: Sendable, Hashable {
@@ -23,28 +20,33 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         case completed
     }
 
+    private typealias Outcome = Result<Bitmap, VipsError>
+
     private struct Shared {
         var priority: ImageRequest.Priority
-        var outcome: Result<Bitmap, any Error>?
-        var waiters: [CheckedContinuation<Bitmap, any Error>] = []
-        var observers: [@Sendable (Result<Bitmap, any Error>) -> Void] = []
+        var outcome: Outcome?
+        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        var observers: [@Sendable (Outcome) -> Void] = []
     }
 
-    private static let ids = Atomic<Int>(0)
-    private let graph: JobGraph?
-    private let shared: Mutex<Shared>
+    private let engine: PipelineEngine?
+    private let scale: Double
+    private let shared: LockedState<Shared>
+    /// The task's place in its decode unit. Guarded by the engine lock.
+    nonisolated(unsafe) var subscription: WorkSubscription?
 
-    init(request: ImageRequest, graph: JobGraph?) {
+    init(request: ImageRequest, engine: PipelineEngine?) {
         self.request = request
-        self.graph = graph
-        id = Self.ids.add(1, ordering: .relaxed).newValue
-        shared = Mutex(Shared(priority: request.priority))
+        self.engine = engine
+        scale = request.scale
+        shared = LockedState(Shared(priority: request.priority), rank: .task)
     }
 
-    /// A task that has already completed (a memory-cache hit).
-    convenience init(request: ImageRequest, completedWith bitmap: Bitmap) {
-        self.init(request: request, graph: nil)
-        shared.withLock { $0.outcome = .success(bitmap) }
+    /// A task that has already completed (a memory-cache hit, or a request
+    /// that failed validation).
+    convenience init(request: ImageRequest, completedWith outcome: Result<Bitmap, VipsError>) {
+        self.init(request: request, engine: nil)
+        shared.withLock { $0.outcome = outcome }
     }
 
     /// The task's priority. Raising it while the task waits moves it ahead of
@@ -58,7 +60,7 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
                 shared.priority = newValue
                 return true
             }
-            if changed { graph?.priorityChanged(of: self) }
+            if changed { engine?.priorityChanged(of: self, to: newValue) }
         }
     }
 
@@ -67,70 +69,78 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         shared.withLock { shared in
             switch shared.outcome {
             case nil: return .running
-            case .failure(let error) where error is CancellationError: return .cancelled
+            case .failure(let error) where error.kind == .cancelled: return .cancelled
             default: return .completed
             }
         }
     }
 
-    /// Cancels the task and resumes every awaiting caller with
-    /// `CancellationError`. Work no other task shares is cancelled: a waiting
-    /// load or decode never starts, a running load is cancelled, and a running
-    /// decode (which cannot be interrupted) delivers to no one but still fills
-    /// the memory cache. No effect once the task has completed.
+    /// Cancels the task and resumes every awaiting caller with a `.cancelled`
+    /// error. Work no other task shares is cancelled: a waiting load or decode
+    /// never starts, a running load is cancelled, and a running decode (which
+    /// cannot be interrupted) delivers to no one but still fills the memory
+    /// cache. No effect once the task has completed. Safe to call from any
+    /// thread, callback or cancellation handler.
     public func cancel() {
-        guard let taken = settle(.failure(CancellationError())) else { return }
-        graph?.detach(self)
-        graph?.metrics.cancelled.add(1, ordering: .relaxed)
-        Self.deliver(.failure(CancellationError()), to: taken)
+        guard let taken = settle(.failure(.cancelled(request.source.description))) else { return }
+        engine?.detach(self)
+        engine?.metrics.cancelled.add(1, ordering: .relaxed)
+        Self.deliver(.failure(.cancelled(request.source.description)), to: taken)
     }
 
     /// The decoded bitmap. Cancelling the awaiting Swift task cancels this task.
     ///
-    /// - Throws: `VipsError` when loading or decoding fails, `CancellationError` when cancelled.
+    /// - Throws: `VipsError`: the load's or decode's failure, `.cancelled` when cancelled.
     public nonisolated(nonsending) var image: Bitmap {
-        get async throws {
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let outcome = shared.withLock { shared -> Result<Bitmap, any Error>? in
+        get async throws(VipsError) {
+            let outcome = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+                    let outcome = shared.withLock { shared -> Outcome? in
                         if let outcome = shared.outcome { return outcome }
                         shared.waiters.append(continuation)
                         return nil
                     }
-                    if let outcome { continuation.resume(with: outcome) }
+                    if let outcome { continuation.resume(returning: outcome) }
                 }
             } onCancel: {
                 cancel()
             }
+            return try outcome.get()
         }
     }
 
-    public var description: String { "ImageTask #\(id) \(request)" }
+    /// "ImageTask" and the request.
+    public var description: String { "ImageTask \(request)" }
 
     public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     // MARK: - Pipeline side
 
-    /// Completes the task; false when it had already completed or been cancelled.
-    @discardableResult
-    func complete(with result: Result<Bitmap, any Error>) -> Bool {
-        guard let taken = settle(result) else { return false }
-        if case .failure(let error) = result {
-            if error is CancellationError {
-                graph?.metrics.cancelled.add(1, ordering: .relaxed)
+    /// Completes the task with its unit's event; no effect when it had already
+    /// completed or been cancelled.
+    func complete(with event: SharedWork<Bitmap>.Event) {
+        let outcome: Outcome
+        switch event {
+        case .value(let bitmap): outcome = .success(bitmap.tagged(scale))
+        case .failure(let error): outcome = .failure(error)
+        }
+        guard let taken = settle(outcome) else { return }
+        engine?.detach(self)
+        if case .failure(let error) = outcome {
+            if error.kind == .cancelled {
+                engine?.metrics.cancelled.add(1, ordering: .relaxed)
             } else {
-                graph?.metrics.failed.add(1, ordering: .relaxed)
+                engine?.metrics.failed.add(1, ordering: .relaxed)
             }
         }
-        Self.deliver(result, to: taken)
-        return true
+        Self.deliver(outcome, to: taken)
     }
 
     /// Calls `body` once with the outcome: at once if the task has completed,
-    /// otherwise on the thread that completes it.
-    func onCompletion(_ body: @escaping @Sendable (Result<Bitmap, any Error>) -> Void) {
-        let outcome = shared.withLock { shared -> Result<Bitmap, any Error>? in
+    /// otherwise on the thread that completes it (never under a lock).
+    func onCompletion(_ body: @escaping @Sendable (Result<Bitmap, VipsError>) -> Void) {
+        let outcome = shared.withLock { shared -> Outcome? in
             if let outcome = shared.outcome { return outcome }
             shared.observers.append(body)
             return nil
@@ -138,22 +148,28 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         if let outcome { body(outcome) }
     }
 
-    private typealias Taken = (waiters: [CheckedContinuation<Bitmap, any Error>],
-                               observers: [@Sendable (Result<Bitmap, any Error>) -> Void])
+    private typealias Taken = (waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void])
 
     /// Records the outcome once and takes whoever waits for it.
-    private func settle(_ result: Result<Bitmap, any Error>) -> Taken? {
+    private func settle(_ outcome: Outcome) -> Taken? {
         shared.withLock { shared -> Taken? in
             guard shared.outcome == nil else { return nil }
-            shared.outcome = result
+            shared.outcome = outcome
             defer { shared.waiters = []; shared.observers = [] }
             return (shared.waiters, shared.observers)
         }
     }
 
     /// Resumes outside every lock: a resumed caller may at once call back into the pipeline.
-    private static func deliver(_ result: Result<Bitmap, any Error>, to taken: Taken) {
-        for waiter in taken.waiters { waiter.resume(with: result) }
-        for observer in taken.observers { observer(result) }
+    private static func deliver(_ outcome: Outcome, to taken: Taken) {
+        for waiter in taken.waiters { waiter.resume(returning: outcome) }
+        for observer in taken.observers { observer(outcome) }
+    }
+}
+
+extension Bitmap {
+    /// The bitmap described for display `scale` (itself when already so).
+    func tagged(_ scale: Double) -> Bitmap {
+        self.scale == scale ? self : withScale(scale)
     }
 }

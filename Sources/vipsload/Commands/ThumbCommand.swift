@@ -167,8 +167,7 @@ enum ThumbCommand {
                 let bitmap: Bitmap
                 switch result.result {
                 case .success(let decoded): bitmap = decoded
-                case .failure(let error as VipsError): throw error
-                case .failure(let error): throw VipsError(.internal, "\(error)")
+                case .failure(let error): throw error
                 }
                 try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
                 progress.finished(failed: false)

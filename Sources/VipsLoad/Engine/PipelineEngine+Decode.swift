@@ -1,0 +1,103 @@
+import Foundation
+
+extension PipelineEngine {
+    /// What a decode unit turns into pixels.
+    enum DecodeInput: Sendable {
+        /// Encoded bytes of the source.
+        case data(ImageData)
+        /// A larger cached bitmap of the same source, to be downscaled.
+        case bitmap(Bitmap)
+    }
+
+    /// Creates the decode unit for `request`: a downscale of a larger cached
+    /// bitmap when there is one, otherwise a subscription to the source's data
+    /// unit (joined when one is in flight or loaded, else started).
+    func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
+        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
+        decodes.insert(unit, for: request.key)
+        if request.readsMemoryCache, resizesFromLargerCachedImages, let larger = memoryCache?.largerBitmap(for: request.key) {
+            enqueueDecode(unit, request, .bitmap(larger), &effects)
+            return unit
+        }
+        let data: SharedWork<ImageData>
+        if let existing = loads[request.sourceKey] {
+            data = existing
+            metrics.dataLoadsShared.add(1, ordering: .relaxed)
+        } else {
+            data = startLoad(request.request.source, key: request.sourceKey, priority: request.priority, &effects)
+        }
+        let subscription = data.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in
+            guard let self, let unit else { return }
+            self.perform { effects in
+                switch event {
+                case .value(let bytes):
+                    guard unit.isLive else { return }
+                    self.enqueueDecode(unit, request, .data(bytes), &effects)
+                case .failure(let error):
+                    unit.complete(with: .failure(error), &effects)
+                }
+            }
+        }
+        unit.attach(upstream: subscription, &effects)
+        return unit
+    }
+
+    /// Queues the unit's decode on the decode lane.
+    private func enqueueDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
+                               _ effects: inout Effects) {
+        let pool = decodePool
+        let id = pool.reserveID()
+        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
+        let priority = unit.priority
+        effects.add { [weak self] in
+            pool.enqueue(id, priority: priority) { [weak self] in self?.runDecode(unit, request, input) }
+        }
+    }
+
+    /// Runs one decode or downscale on a decode thread, stores the bitmap and
+    /// delivers it; a unit disposed of while queued never decodes.
+    private func runDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput) {
+        guard perform({ _ in unit.begin() }) else { return }
+        decodeObserver.withLock { $0 }?(request.key)
+
+        var result: Result<Bitmap, VipsError>
+        switch input {
+        case .data(let data):
+            metrics.decodesStarted.add(1, ordering: .relaxed)
+            result = Result { () throws(VipsError) -> Bitmap in
+                try decoder.decode(data.input, size: request.request.size, scale: request.request.scale,
+                                   allowUpscale: request.key.allowUpscale)
+            }
+            metrics.decodesFinished.add(1, ordering: .relaxed)
+            if case .success(let bitmap) = result { metrics.bytesDecoded.add(bitmap.cost, ordering: .relaxed) }
+            // The decoder names the file it read: a download's is a temporary
+            // or cache file, so the message names the request's source instead.
+            result = result.mapError { $0.naming(data.input, as: request.request.source) }
+        case .bitmap(let larger):
+            metrics.memoryResizes.add(1, ordering: .relaxed)
+            result = Result { () throws(VipsError) -> Bitmap in
+                try decoder.resize(larger, to: request.request.size, scale: request.request.scale)
+            }
+        }
+        perform { effects in
+            // Stored before the unit leaves its table (same locked section), so
+            // an identical request arriving now finds one or the other. A unit
+            // whose tasks all left still stores: the work is done, and the row
+            // a user scrolled past may well come back.
+            if case .success(let bitmap) = result, unit.storesResult, let memoryCache {
+                memoryCache.store(bitmap, for: request.key)
+            }
+            unit.complete(with: result, &effects)
+        }
+    }
+}
+
+extension VipsError {
+    /// The error with `input`'s path in its message replaced by the source's
+    /// description (no temporary or cache file is ever named to a user).
+    func naming(_ input: ImageInput, as source: ImageSource) -> VipsError {
+        guard case .file(let path) = input, case let name = source.description, path != name,
+              message.contains(path) else { return self }
+        return VipsError(kind, message.replacingOccurrences(of: path, with: name), httpStatus: httpStatus)
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// The engine behind `ImagePipeline`: tasks subscribe to decode units, decode
+/// units to data units (`SharedWork`), and each kind of work runs in its own
+/// lane.
+///
+/// Lanes, one limiter per resource:
+/// - **decode** (`decodePool`): `decodeConcurrency` named threads
+///   (`vipsload-decode`), highest priority first; decodes and in-memory downscales.
+/// - **disk I/O** (`ioPool`): two named threads (`vipsload-io`) for local files
+///   and data-cache lookups, so neither waits behind a slow download nor blocks
+///   Swift's cooperative pool.
+/// - **network** (`loadLane`): calls to the data loader for remote sources,
+///   `Configuration.loadLimit` at once, highest priority first; each runs in a
+///   Swift task, cancelled when its last subscriber leaves.
+///
+/// Locking: all bookkeeping (the unit tables, every unit's subscribers and
+/// phase, tasks' subscriptions) is guarded by one lock, taken only in
+/// `perform`; locked sections collect `Effects` (start, enqueue, cancel,
+/// deliver) that `perform` runs after unlocking. Lock order (asserted in debug
+/// builds by `Lock`): engine → task → queue → cache; nothing is called back
+/// while any of them is held.
+final class PipelineEngine: @unchecked Sendable {
+    let metrics = MetricCounters()
+    let memoryCache: MemoryCache?
+    let loader: any ImageDataLoading
+    let decoder: ImageDecoder
+    let resizesFromLargerCachedImages: Bool
+    /// Whether `loader` is the default `DataLoader`, whose local sources the
+    /// engine reads on the I/O lane instead of the network lane.
+    let usesDefaultLoader: Bool
+
+    let decodePool: PriorityThreadPool
+    let ioPool: PriorityThreadPool
+    let loadLane: WorkQueue
+
+    /// Test hook: called on the decode thread as each decode or downscale starts.
+    let decodeObserver = LockedState<(@Sendable (ImageCacheKey) -> Void)?>(nil)
+
+    // Guarded by `lock`.
+    private let lock = Lock(rank: .engine)
+    let decodes = WorkTable<ImageCacheKey, Bitmap>()
+    let loads = WorkTable<String, ImageData>()
+    var attachedTasks = 0
+
+    init(configuration: ImagePipeline.Configuration) {
+        memoryCache = configuration.memoryCache
+        decoder = ImageDecoder(options: configuration.decodeOptions)
+        let loader = configuration.makeDataLoader()
+        self.loader = loader
+        usesDefaultLoader = configuration.dataLoader == nil
+        resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
+        decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
+        ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)
+        loadLane = WorkQueue(maxConcurrent: configuration.loadLimit)
+    }
+
+    deinit {
+        decodePool.shutDown()
+        ioPool.shutDown()
+    }
+
+    /// Runs `body` under the engine lock, then the effects it collected.
+    func perform<R>(_ body: (inout Effects) -> R) -> R {
+        var effects = Effects()
+        lock.lock()
+        let result = body(&effects)
+        lock.unlock()
+        effects.run()
+        return result
+    }
+
+    // MARK: - Memory hits
+
+    /// The memory-cached bitmap for a validated request, tagged with its
+    /// scale, counting a hit; nil when the request skips cache reads or misses.
+    func cachedBitmap(for request: ValidatedRequest) -> Bitmap? {
+        guard let memoryCache, request.readsMemoryCache,
+              let bitmap = memoryCache.bitmap(for: request.key) else { return nil }
+        metrics.memoryHits.add(1, ordering: .relaxed)
+        return bitmap.tagged(request.scale)
+    }
+
+    // MARK: - Tasks
+
+    /// Subscribes a task to the decode unit for its key, creating one (and
+    /// its data load) when none is in flight. A bitmap stored since the
+    /// caller's first look completes the task at once.
+    func submit(_ task: ImageTask, _ request: ValidatedRequest) {
+        let hit = perform { effects -> Bitmap? in
+            let unit: SharedWork<Bitmap>
+            if let existing = decodes[request.key] {
+                unit = existing
+                metrics.coalesced.add(1, ordering: .relaxed)
+            } else {
+                // A decode of this key may have finished since the caller's
+                // first look: completion stores the bitmap and leaves the table
+                // in one locked section, so this second look cannot miss it.
+                if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
+                unit = startDecode(request, &effects)
+            }
+            task.subscription = unit.subscribe(priority: task.priority, storesResult: request.writesMemoryCache,
+                                               &effects) { [weak task] event in
+                task?.complete(with: event)
+            }
+            attachedTasks += 1
+            return nil
+        }
+        if let hit {
+            metrics.memoryHits.add(1, ordering: .relaxed)
+            task.complete(with: .value(hit))
+        }
+    }
+
+    /// A task left (cancelled) or completed: it gives up its subscription.
+    func detach(_ task: ImageTask) {
+        perform { effects in
+            guard let subscription = task.subscription else { return }
+            task.subscription = nil
+            attachedTasks -= 1
+            subscription.cancel(&effects)
+        }
+    }
+
+    /// A task's priority changed: its unit (and the units that unit waits
+    /// for) move to their new highest priority.
+    func priorityChanged(of task: ImageTask, to priority: ImageRequest.Priority) {
+        perform { effects in
+            task.subscription?.setPriority(priority, &effects)
+        }
+    }
+
+    // MARK: - Diagnostics
+
+    /// Sizes of the in-flight tables and lanes.
+    var inFlight: ImagePipeline.InFlight {
+        let tables = perform { _ in (attachedTasks, decodes.count, loads.count) }
+        return ImagePipeline.InFlight(
+            tasks: tables.0, decodeJobs: tables.1, dataLoads: tables.2,
+            queuedDecodes: decodePool.waitingCount, runningDecodes: decodePool.runningCount,
+            queuedLoads: loadLane.waitingCount + ioPool.waitingCount,
+            runningLoads: loadLane.runningCount + ioPool.runningCount)
+    }
+}
