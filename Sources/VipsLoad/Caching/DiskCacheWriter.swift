@@ -39,6 +39,11 @@ public final class DiskCacheWriter: Sendable {
         try cache.commit(file, key: key, http: http, openForReading: false).entry
     }
 
+    /// Commits like `commit`, and returns a private link to the stored body for reading.
+    func commitForReading(http: HTTPCacheMetadata?) throws(VipsError) -> ImageData {
+        try cache.commit(file, key: key, http: http, openForReading: true).data
+    }
+
     /// Abandons the entry and deletes its file.
     public func discard() {
         file.discard()

@@ -1,29 +1,46 @@
 import Foundation
 
 extension PipelineEngine {
-    /// Creates the data unit for a source and queues its load: local sources
-    /// of the default loader on the I/O lane, everything else on the network
-    /// lane. The unit keeps the data while decodes of any size hold it.
+    /// Creates the data unit for a source and queues its first step: local
+    /// sources of the default loader are read on the I/O lane; remote sources
+    /// are looked up in the data cache on the I/O lane, then loaded on the
+    /// network lane; everything else goes to the network lane at once. The
+    /// unit keeps the data while decodes of any size hold it.
     func startLoad(_ source: ImageSource, key: String, priority: ImageRequest.Priority,
                    _ effects: inout Effects) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
         loads.insert(unit, for: key)
         if usesDefaultLoader, source.isLocal {
-            let pool = ioPool
-            let id = pool.reserveID()
-            unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
-            effects.add { [weak self] in
-                pool.enqueue(id, priority: priority) { [weak self] in self?.runLocalLoad(unit, source) }
-            }
+            enqueueIO(unit, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
+        } else if dataCache != nil, !source.isLocal {
+            enqueueIO(unit, &effects) { [weak self] in self?.runCacheLookup(unit, source) }
         } else {
-            let lane = loadLane
-            let id = lane.reserveID()
-            unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
-            effects.add { [weak self] in
-                lane.enqueue(id, priority: priority) { [weak self] in self?.startRemoteLoad(unit, source) ?? lane.finish() }
-            }
+            enqueueNetwork(unit, source, revalidating: nil, &effects)
         }
         return unit
+    }
+
+    private func enqueueIO(_ unit: SharedWork<ImageData>, _ effects: inout Effects,
+                           _ job: @escaping @Sendable () -> Void) {
+        let pool = ioPool
+        let id = pool.reserveID()
+        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
+        let priority = unit.priority
+        effects.add { pool.enqueue(id, priority: priority, job) }
+    }
+
+    private func enqueueNetwork(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?,
+                                _ effects: inout Effects) {
+        let lane = loadLane
+        let id = lane.reserveID()
+        unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
+        let priority = unit.priority
+        effects.add { [weak self] in
+            lane.enqueue(id, priority: priority) { [weak self] in
+                guard let self else { return lane.finish() }
+                self.startRemoteLoad(unit, source, revalidating: stale)
+            }
+        }
     }
 
     /// Reads a local source on an I/O thread (a file is checked, not read:
@@ -35,26 +52,68 @@ extension PipelineEngine {
         finishLoad(unit, result)
     }
 
+    /// Looks a remote source up in the data cache on an I/O thread: a fresh
+    /// entry completes the unit at once, without waiting behind downloads;
+    /// otherwise the load moves to the network lane (revalidating a stale entry).
+    private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource) {
+        guard perform({ _ in unit.begin() }), let dataCache else { return }
+        var stale: DiskCache.Hit?
+        var fresh: ImageData?
+        if let disk = dataCache as? DiskCache {
+            if let hit = disk.lookup(source.key) {
+                if cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
+                    fresh = hit.data
+                } else if hit.entry.http?.canRevalidate == true {
+                    stale = hit
+                }
+            }
+        } else if let hit = dataCache.cachedData(for: source.key), cachePolicy == .ignoreExpiry || hit.isFresh() {
+            fresh = hit.data
+        }
+        if let fresh {
+            dataCacheHits.add(1, ordering: .relaxed)
+            finishLoad(unit, .success(fresh))
+            return
+        }
+        perform { effects in
+            guard unit.isLive else { return }
+            enqueueNetwork(unit, source, revalidating: stale, &effects)
+        }
+    }
+
     /// Starts a network-lane load in its own Swift task; its handle lets the
     /// unit cancel it (which runs the loader's cancellation handlers, after
     /// the engine lock is released).
-    private func startRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource) {
+    private func startRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?) {
         let lane = loadLane
         let task = Task { [weak self] in
             defer { lane.finish() }
-            await self?.runRemoteLoad(unit, source)
+            await self?.runRemoteLoad(unit, source, revalidating: stale)
         }
         perform { effects in
             unit.attach(WorkHandle(cancel: { task.cancel() }, setPriority: { _ in }), &effects)
         }
     }
 
-    private func runRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource) async {
-        guard perform({ _ in unit.begin() }), !Task.isCancelled else { return }
+    private func runRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?) async {
+        // A unit that came through the cache lookup has begun already.
+        let live = perform { _ in unit.begin() || unit.isLive }
+        guard live, !Task.isCancelled else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
-        let result: Result<ImageData, VipsError>
+        var result: Result<ImageData, VipsError>
         do {
-            result = .success(try await loader.loadData(for: source))
+            if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
+                // The default loader streams into a disk cache and revalidates its entries itself.
+                result = .success(try await httpLoader.download(source, cache: dataCache as? DiskCache, revalidating: stale))
+            } else {
+                result = .success(try await loader.loadData(for: source))
+                if let dataCache, !source.isLocal, case .success(let data) = result {
+                    // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
+                    result = .success(await ioPool.run(priority: unit.priority) {
+                        (try? dataCache.store(data, for: source.key, http: nil)) ?? data
+                    })
+                }
+            }
         } catch {
             result = .failure(VipsError.from(error, source: source))
         }
@@ -64,6 +123,15 @@ extension PipelineEngine {
     private func finishLoad(_ unit: SharedWork<ImageData>, _ result: Result<ImageData, VipsError>) {
         if case .success(let data) = result { metrics.bytesLoaded.add(data.byteCount, ordering: .relaxed) }
         perform { effects in unit.complete(with: result, &effects) }
+    }
+}
+
+extension PriorityThreadPool {
+    /// Runs `body` on one of the pool's threads and returns its result.
+    func run<T: Sendable>(priority: ImageRequest.Priority, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            enqueue(reserveID(), priority: priority) { continuation.resume(returning: body()) }
+        }
     }
 }
 
@@ -77,9 +145,7 @@ extension VipsError {
         default: return VipsError(.internal, "\(source): \(error)")
         }
     }
-}
 
-extension VipsError {
     /// An error out of a stream that only ever throws `VipsError`.
     static func from(_ error: any Error) -> VipsError {
         (error as? VipsError) ?? VipsError(.internal, "\(error)")

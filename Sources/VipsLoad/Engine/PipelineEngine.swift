@@ -24,7 +24,15 @@ import Synchronization
 final class PipelineEngine: @unchecked Sendable {
     let metrics = MetricCounters()
     let memoryCache: MemoryCache?
+    /// The data loader for remote sources (and, when custom, for every source).
     let loader: any ImageDataLoading
+    /// The default loader's downloader (nil with a custom loader).
+    let httpLoader: HTTPDataLoader?
+    /// Consulted before any loader for remote sources.
+    let dataCache: (any ImageDataCaching)?
+    let cachePolicy: HTTPCachePolicy
+    /// Data-cache hits served by the pipeline's own lookups.
+    let dataCacheHits = Atomic<Int>(0)
     let decoder: ImageDecoder
     let resizesFromLargerCachedImages: Bool
     /// Whether `loader` is the default `DataLoader`, whose local sources the
@@ -47,9 +55,17 @@ final class PipelineEngine: @unchecked Sendable {
     init(configuration: ImagePipeline.Configuration) {
         memoryCache = configuration.memoryCache
         decoder = ImageDecoder(options: configuration.decodeOptions)
-        let loader = configuration.makeDataLoader()
-        self.loader = loader
+        if let custom = configuration.dataLoader {
+            loader = custom
+            httpLoader = nil
+        } else {
+            let http = configuration.makeHTTPLoader()
+            loader = DataLoader(remoteLoader: http)
+            httpLoader = http
+        }
         usesDefaultLoader = configuration.dataLoader == nil
+        dataCache = configuration.effectiveDataCache
+        cachePolicy = configuration.http.cachePolicy
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)

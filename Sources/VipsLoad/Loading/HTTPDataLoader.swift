@@ -62,13 +62,52 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
     public func loadData(for source: ImageSource) async throws -> ImageData {
+        let url = try Self.httpURL(of: source)
+        let key = source.key
+        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
+            var stale: DiskCache.Hit?
+            if let cache = configuration.diskCache, let hit = cache.lookup(key) {
+                if configuration.cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
+                    counters.withLock { $0.diskHits += 1 }
+                    return hit.data
+                }
+                if hit.entry.http?.canRevalidate == true { stale = hit }
+            }
+            return try await fetch(url, key: key, cache: configuration.diskCache, revalidating: stale)
+        }
+    }
+
+    /// The download step of an `ImagePipeline`, which coalesces loads and has
+    /// already looked in `cache` itself: the network only (with retries),
+    /// revalidating `stale` when given, streaming the body into `cache`.
+    func download(_ source: ImageSource, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        try await fetch(try Self.httpURL(of: source), key: source.key, cache: cache, revalidating: stale)
+    }
+
+    private static func httpURL(of source: ImageSource) throws(VipsError) -> URL {
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
         }
-        let key = source.key
-        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
+        return url
+    }
+
+    // MARK: - Steps
+
+    /// The network, with retries; failures are counted once per load.
+    private func fetch(_ url: URL, key: String, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        var retries = 0
+        while true {
             do {
-                return try await fetch(url, key: key)
+                return try await attempt(url, key: key, cache: cache, revalidating: stale)
+            } catch let failure as HTTPTransfer.Failure {
+                guard failure.isTransient,
+                      let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
+                    counters.withLock { $0.failures += 1 }
+                    throw failure.error
+                }
+                retries += 1
+                counters.withLock { $0.retries += 1 }
+                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             } catch let error as VipsError {
                 counters.withLock { $0.failures += 1 }
                 throw error
@@ -76,36 +115,8 @@ public final class HTTPDataLoader: ImageDataLoading {
         }
     }
 
-    // MARK: - Steps
-
-    /// Disk cache first, then the network (with retries).
-    private func fetch(_ url: URL, key: String) async throws -> ImageData {
-        var stale: DiskCache.Hit?
-        if let cache = configuration.diskCache, let hit = cache.lookup(key) {
-            if configuration.cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
-                counters.withLock { $0.diskHits += 1 }
-                return hit.data
-            }
-            if hit.entry.http?.canRevalidate == true { stale = hit }
-        }
-        var retries = 0
-        while true {
-            do {
-                return try await attempt(url, key: key, revalidating: stale)
-            } catch let failure as HTTPTransfer.Failure {
-                guard failure.isTransient,
-                      let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
-                    throw failure.error
-                }
-                retries += 1
-                counters.withLock { $0.retries += 1 }
-                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            }
-        }
-    }
-
     /// One request: a conditional one when `stale` is given.
-    private func attempt(_ url: URL, key: String, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+    private func attempt(_ url: URL, key: String, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
         try await limiter?.acquire()
         defer { limiter?.release() }
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
@@ -118,12 +129,16 @@ public final class HTTPDataLoader: ImageDataLoading {
         let limits = HTTPTransfer.Limits(maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
                                          requestTimeout: configuration.requestTimeout,
                                          resourceTimeout: configuration.resourceTimeout)
-        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits, makeSink: makeSink)
+        let directory = configuration.temporaryDirectory.path
+        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits,
+                                    makeSink: { response, receivedAt throws(VipsError) in
+                                        try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
+                                    })
         counters.withLock { $0.httpRequests += 1 }
 
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
-            guard let stale, let cache = configuration.diskCache, let stored = stale.entry.http else {
+            guard let stale, let cache, let stored = stale.entry.http else {
                 throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry", httpStatus: 304),
                                            isTransient: false)
             }
@@ -151,7 +166,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                     error: VipsError(.unsupportedFormat, "\(url) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
                     isTransient: false)
             }
-            if let metadata = sink.cacheMetadata, let cache = configuration.diskCache, byteCount <= cache.configuration.sizeLimit {
+            if let metadata = sink.cacheMetadata, let cache, byteCount <= cache.configuration.sizeLimit {
                 switch try cache.commitDownload(file, key: key, http: metadata) {
                 case .committed(let hit): return hit.data
                 // A cache the file system refuses costs the caching, not the image.
@@ -166,19 +181,18 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// Chooses where a 2xx body goes: the disk cache when it may be stored
     /// there, a temporary file otherwise (also when the cache's folder
     /// refuses new files, or refuses more bytes while the body streams).
-    private func makeSink(_ response: HTTPURLResponse, receivedAt: Date) throws(VipsError) -> HTTPTransfer.Sink {
-        if let cache = configuration.diskCache,
+    private static func makeSink(_ response: HTTPURLResponse, receivedAt: Date, cache: DiskCache?,
+                                 temporaryDirectory directory: String) throws(VipsError) -> HTTPTransfer.Sink {
+        if let cache,
            let metadata = HTTPCacheMetadata(header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
            response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
            let file = try? cache.makeTemporaryFile() {
-            let directory = configuration.temporaryDirectory.path
             return HTTPTransfer.Sink(file: file, cacheMetadata: metadata, fallback: { () throws(VipsError) in
                 cache.noteWriteFailure()
                 return try Self.makeTemporaryDownload(in: directory)
             })
         }
-        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: configuration.temporaryDirectory.path),
-                                 cacheMetadata: nil)
+        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: directory), cacheMetadata: nil)
     }
 
     /// A new file for an uncached download in `directory`, created when missing.

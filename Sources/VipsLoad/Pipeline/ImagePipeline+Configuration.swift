@@ -12,11 +12,12 @@ extension ImagePipeline {
         /// applied by the same lane; local files and disk-cache hits never take
         /// these slots (they are read on the pipeline's I/O lane).
         public var dataLoadingConcurrency: Int
-        /// The step that turns a source into encoded bytes. Default nil: a
-        /// `DataLoader` for files, in-memory data and `file://` URLs whose
-        /// `remoteLoader` is an `HTTPDataLoader` made from `http` (and so
-        /// `diskCache`) for `http(s)://` URLs. A loader set here replaces that
-        /// default entirely; `http` and `diskCache` are then unused.
+        /// The step that turns a source into encoded bytes. Default nil: the
+        /// pipeline reads files, in-memory data and `file://` URLs itself (on
+        /// its I/O lane) and downloads `http(s)://` URLs with an
+        /// `HTTPDataLoader` made from `http`. A loader set here replaces that
+        /// default for every source (`http` is then unused); the `dataCache`
+        /// still applies to its remote sources.
         public var dataLoader: (any ImageDataLoading)?
         /// Decoded bitmaps kept in memory; nil for none. Default `MemoryCache()`
         /// (20% of physical memory, at most 512 MiB).
@@ -27,18 +28,24 @@ extension ImagePipeline {
         /// `HTTPDataLoader.Configuration()`: 30 s idle and 300 s total timeout,
         /// 6 downloads at once, 256 MiB bodies, no retries, HTTP expiry respected.
         public var http: HTTPDataLoader.Configuration
-        /// Downloaded images kept on disk as they came (encoded), looked up
-        /// after the memory cache and before the network. Default nil.
-        /// (Shorthand for `http.diskCache`.)
+        /// Encoded images kept between loads and processes, consulted by the
+        /// pipeline (on its I/O lane) after the memory cache and before any data
+        /// loader, for every remote source. Default nil.
         ///
-        /// Off by default, as in Nuke, whose default pipeline has no data cache
-        /// either: a library should not write to a user's home folder unasked
-        /// (servers, CLIs and containers often have none, or a read-only one).
-        /// `Configuration.withDiskCache()` turns it on at the conventional
-        /// per-user place, `DiskCache.defaultDirectory`.
+        /// A fresh entry is served without a request; a stale one is
+        /// revalidated by the default HTTP loader (`If-None-Match` /
+        /// `If-Modified-Since`, `304`), which streams new bodies straight into a
+        /// `DiskCache`. With a custom `dataLoader` the pipeline stores what the
+        /// loader returns. Off by default, as in Nuke, whose default pipeline
+        /// has no data cache either: a library should not write to a user's
+        /// home folder unasked (servers, CLIs and containers often have none,
+        /// or a read-only one). `Configuration.withDiskCache()` turns it on at
+        /// the conventional per-user place, `DiskCache.defaultDirectory`.
+        public var dataCache: (any ImageDataCaching)?
+        /// `dataCache` when it is a `DiskCache` (setting it sets `dataCache`). Default nil.
         public var diskCache: DiskCache? {
-            get { http.diskCache }
-            set { http.diskCache = newValue }
+            get { dataCache as? DiskCache }
+            set { dataCache = newValue }
         }
         /// How images are decoded: limits, strictness, allowed formats. Default `DecodeOptions()`.
         public var decodeOptions: DecodeOptions
@@ -50,12 +57,13 @@ extension ImagePipeline {
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
         ///
-        /// - Parameter diskCache: when given, replaces `http.diskCache`.
+        /// - Parameter diskCache: the `dataCache`, when it is a `DiskCache`.
         public init(decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                     dataLoadingConcurrency: Int = 6,
                     dataLoader: (any ImageDataLoading)? = nil,
                     memoryCache: MemoryCache? = MemoryCache(),
                     diskCache: DiskCache? = nil,
+                    dataCache: (any ImageDataCaching)? = nil,
                     http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
                     decodeOptions: DecodeOptions = DecodeOptions(),
                     resizesFromLargerCachedImages: Bool = true) {
@@ -66,7 +74,7 @@ extension ImagePipeline {
             self.http = http
             self.decodeOptions = decodeOptions
             self.resizesFromLargerCachedImages = resizesFromLargerCachedImages
-            if let diskCache { self.http.diskCache = diskCache }
+            self.dataCache = dataCache ?? diskCache
         }
 
         /// The default configuration with a disk cache for downloaded images.
@@ -95,9 +103,18 @@ extension ImagePipeline {
             set { decodeOptions.limits.maxPixelCount = newValue }
         }
 
-        /// The data loader a pipeline made with this configuration uses.
-        func makeDataLoader() -> any ImageDataLoading {
-            dataLoader ?? DataLoader(remoteLoader: HTTPDataLoader(configuration: http, limitsDownloads: false))
+        /// The data cache in use: `dataCache`, else (for configurations that set
+        /// it there) `http.diskCache`.
+        var effectiveDataCache: (any ImageDataCaching)? {
+            dataCache ?? http.diskCache
+        }
+
+        /// The HTTP loader a pipeline with no custom `dataLoader` downloads with:
+        /// the pipeline looks in the data cache and limits downloads itself.
+        func makeHTTPLoader() -> HTTPDataLoader {
+            var settings = http
+            settings.diskCache = nil
+            return HTTPDataLoader(configuration: settings, limitsDownloads: false)
         }
 
         /// Loader calls at once: the network limit of the pipeline's one loading lane.

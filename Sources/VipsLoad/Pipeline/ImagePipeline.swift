@@ -84,6 +84,7 @@ public final class ImagePipeline: Sendable {
     public var metrics: Metrics {
         var metrics = engine.metrics.snapshot
         if let network = engine.loader.networkMetrics { metrics.include(network) }
+        metrics.diskHits += engine.dataCacheHits.load(ordering: .relaxed)
         return metrics
     }
 
