@@ -1,4 +1,5 @@
 import Synchronization
+import VipsCore
 
 /// A thread-safe counter for progress reporting across worker threads.
 final class Counter: Sendable {
@@ -9,7 +10,7 @@ final class Counter: Sendable {
 
 /// Keeps the first error reported by any worker thread.
 final class FirstError: Sendable {
-    private let stored = Mutex<(any Error)?>(nil)
+    private let stored = LockedState<(any Error)?>(nil)
     func record(_ error: any Error) { stored.withLock { if $0 == nil { $0 = error } } }
     var error: (any Error)? { stored.withLock { $0 } }
 }

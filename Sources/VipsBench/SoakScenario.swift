@@ -149,9 +149,9 @@ final class SoakCounts: Sendable {
     enum Outcome { case succeeded, cancelled, failed, unexpected }
 
     private let finished = Atomic<Int>(0)
-    private let outcomes = Mutex<[Outcome: Int]>([:])
+    private let outcomes = LockedState<[Outcome: Int]>([:])
 
-    private let firstUnexpected = Mutex<String?>(nil)
+    private let firstUnexpected = LockedState<String?>(nil)
 
     func record(_ outcome: Outcome, _ detail: String = "") {
         outcomes.withLock { $0[outcome, default: 0] += 1 }

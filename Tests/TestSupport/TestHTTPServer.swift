@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import VipsCore
 
 /// A real HTTP/1.1 server on 127.0.0.1 for the network tests: POSIX sockets,
 /// an ephemeral port, one thread per connection, scripted per-path behaviour.
@@ -100,7 +100,7 @@ public final class TestHTTPServer: Sendable {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
     private let listener: Int32
     /// The port the server listens on (chosen by the kernel).
     public let port: UInt16

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import XCTest
 @testable import VipsCore
 
@@ -75,8 +74,8 @@ final class ConcurrencyTests: XCTestCase {
         let reference = try serialReference(corpus.inputs)
         let decoder = self.decoder, inputs = corpus.inputs, sizeCount = Self.sizes.count
         let jobs = 200
-        let results = Mutex<[Int: Result]>([:])
-        let failures = Mutex<[String]>([])
+        let results = LockedState<[Int: Result]>([:])
+        let failures = LockedState<[String]>([])
         DispatchQueue.concurrentPerform(iterations: jobs) { job in
             let input = inputs[job % inputs.count], size = Self.sizes[(job / inputs.count) % sizeCount]
             do {

@@ -1,6 +1,5 @@
 import CVipsShim
 import Foundation
-import Synchronization
 import VipsCore
 import XCTest
 
@@ -319,7 +318,7 @@ final class HostileInputTests: XCTestCase {
         let originals = try HostileFiles.originals()
         let expected = try originals.map { try lenient.decode(.data($0.data), size: .maxPixelSize(48)) }
         let hostile = HostileFiles.malformed(from: originals)
-        let problems = Mutex<[String]>([])
+        let problems = LockedState<[String]>([])
         let workers = 4
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             for (index, sample) in hostile.enumerated() where index % workers == worker {

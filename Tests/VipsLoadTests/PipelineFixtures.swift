@@ -47,7 +47,7 @@ final class GatedLoader: ImageDataLoading {
 
     private let base = DataLoader()
     private let holds: @Sendable (ImageSource) -> Bool
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// - Parameter holds: which sources wait for the gate (default: all).
     init(holds: @escaping @Sendable (ImageSource) -> Bool = { _ in true }) {

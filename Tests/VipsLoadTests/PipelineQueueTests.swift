@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import XCTest
 @testable import VipsLoad
 
@@ -7,7 +6,7 @@ import XCTest
 final class PipelineQueueTests: XCTestCase {
     /// The order in which decodes start, from the pipeline's decode threads.
     private final class DecodeLog: Sendable {
-        private let keys = Mutex<[String]>([])
+        private let keys = LockedState<[String]>([])
         func record(_ key: ImageCacheKey) { keys.withLock { $0.append(key.sourceKey) } }
         var order: [String] { keys.withLock { $0 } }
     }

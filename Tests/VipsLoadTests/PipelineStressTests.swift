@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import XCTest
 @testable import VipsLoad
 
@@ -7,7 +6,7 @@ import XCTest
 /// pipeline ends with nothing in flight.
 final class PipelineStressTests: XCTestCase {
     private final class Shared: Sendable {
-        let tally = Mutex(Tally())
+        let tally = LockedState(Tally())
     }
 
     private struct Tally {

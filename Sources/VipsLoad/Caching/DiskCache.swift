@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,7 +44,7 @@ public final class DiskCache: Sendable {
         var lastStamp: Int64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
     private let sweepQueue = DispatchQueue(label: "VipsLoad.DiskCache.sweep", qos: .utility)
     private let backgroundWork = DispatchGroup()
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A new file that bytes are appended to as they arrive, counted on the way,
 /// with its first bytes kept for format sniffing.
@@ -27,7 +26,7 @@ final class StreamingFileWriter: Sendable {
         var handedOver = false
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     /// Creates a new file named `<namePrefix><random>` in `directory` (which must exist).
     init(directory: String, namePrefix: String) throws(VipsError) {
@@ -44,7 +43,7 @@ final class StreamingFileWriter: Sendable {
             throw VipsError(.io, "cannot create \(candidate): \(String(cString: strerror(errno)))")
         }
         path = candidate
-        state = Mutex(State(fd: fd))
+        state = LockedState(State(fd: fd))
     }
 
     deinit {

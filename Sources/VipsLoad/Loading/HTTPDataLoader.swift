@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// Loads `http(s)` URLs: streams each body to a file (a disk-cache entry, or
 /// a temporary file when caching is off) so the decoder reads it from disk
@@ -28,7 +27,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
     private let limiter: HTTPDownloadLimiter?
     private let coalescer = HTTPFetchCoalescer()
-    private let counters = Mutex(HTTPLoaderMetrics())
+    private let counters = LockedState(HTTPLoaderMetrics())
 
     /// A loader with its own session; at most `maxConcurrentDownloads` downloads run at once.
     public convenience init(configuration: Configuration = Configuration()) {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Bounds the downloads running at once: a FIFO async semaphore whose waiters
 /// leave the queue as soon as their task is cancelled.
@@ -9,10 +8,10 @@ final class HTTPDownloadLimiter: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     init(slots: Int) {
-        state = Mutex(State(available: max(1, slots)))
+        state = LockedState(State(available: max(1, slots)))
     }
 
     /// Waits for a slot; throws `CancellationError` if cancelled first.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Runs one load per key however many callers ask for it at once: later
 /// callers wait for the load in flight and get the same `ImageData`.
@@ -24,7 +23,7 @@ final class HTTPFetchCoalescer: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// The result of `operation` for `key`, shared with concurrent callers.
     /// `joined` runs when this caller joins a load already in flight.
@@ -124,7 +123,7 @@ private final class Outcome: Sendable {
         var collectors = 0
     }
 
-    private let slot = Mutex(Slot())
+    private let slot = LockedState(Slot())
 
     func deposit(_ result: Result<ImageData, any Error>, collectors: Int) {
         guard collectors > 0 else { return }

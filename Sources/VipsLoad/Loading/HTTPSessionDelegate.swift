@@ -2,12 +2,11 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// The one delegate of a loader's `URLSession`: routes each task's events to
 /// the `HTTPTransfer` that started it.
 final class HTTPSessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private let transfers = Mutex<[Int: HTTPTransfer]>([:])
+    private let transfers = LockedState<[Int: HTTPTransfer]>([:])
 
     func register(_ transfer: HTTPTransfer, for task: URLSessionTask) {
         let id = task.taskIdentifier

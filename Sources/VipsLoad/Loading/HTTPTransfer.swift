@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// One HTTP attempt: a `URLSession` data task whose body is written to a file
 /// as it arrives, checked against the limits while it streams, and turned
@@ -74,10 +73,15 @@ final class HTTPTransfer: Sendable {
     private let conditional: Bool
     private let limits: Limits
     private let makeSink: SinkFactory
-    private let state = Mutex(State())
+    private let state = LockedState(State())
     /// Whether the network task is being cancelled. Its lock serialises the
     /// redirect decision with cancelling (see `redirect(to:decide:)`).
-    private let cancelRequested = Mutex(false)
+    /// An exception to the rule that no outside code runs under a lock, kept
+    /// for a FoundationNetworking bug: its redirect answer and the task's
+    /// cancellation must not interleave, so both run under this lock (ranked
+    /// below `state`, which it takes inside). Remove once cancelling during a
+    /// redirect decision no longer crashes FoundationNetworking.
+    private let cancelRequested = LockedState(false, rank: .queue)
     private var label: String { request.url?.absoluteString ?? "request" }
 
     init(request: URLRequest, conditional: Bool, limits: Limits, makeSink: @escaping SinkFactory) {

@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
+import VipsCore
 
 /// Holds server handlers until the test opens it, so a test can have every
 /// caller waiting on one response before any response is sent.
 final class ServerGate: Sendable {
-    private let isOpen = Mutex(false)
+    private let isOpen = LockedState(false)
 
     /// Called in a handler: returns once the gate is open (or after `timeout`,
     /// a generous bound only a hung test reaches).

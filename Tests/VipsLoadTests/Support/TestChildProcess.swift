@@ -1,8 +1,8 @@
 import Foundation
+import VipsCore
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import XCTest
 
 /// Runs this test binary again as a child process that plays a role
@@ -21,7 +21,7 @@ final class TestChildProcess: Sendable {
         var lines: [String] = []
     }
 
-    private let output = Mutex(Output())
+    private let output = LockedState(Output())
 
     init(role: String, environment: [String: String]) throws {
         let process = Process()
