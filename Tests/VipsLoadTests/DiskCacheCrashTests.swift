@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-import VipsLoad
+@testable import VipsLoad
 
 /// A writer process killed with SIGKILL never leaves an entry that serves
 /// wrong bytes: the cache stays valid for the next process.

@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
-import VipsLoad
+@testable import VipsLoad
 
 /// A disk cache on a full disk, on a read-only file system, and with its
 /// folder deleted while running: the pipeline keeps delivering images (from

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-import VipsLoad
+@testable import VipsLoad
 
 /// The disk cache on its own: atomic entries, verification on read, safe file
 /// names, several instances on one folder, the LRU size limit.

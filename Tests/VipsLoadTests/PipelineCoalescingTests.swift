@@ -165,11 +165,8 @@ final class PipelineCoalescingTests: XCTestCase {
 
         // Corrupt bytes fail in the decoder, for every caller.
         let junk = try folder.write("junk.jpg", Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 7, count: 200)))
-        do {
-            _ = try await pipeline.image(for: ImageRequest(path: junk))
-            XCTFail("junk decoded")
-        } catch {
-            XCTAssertTrue([.corruptData, .truncatedData].contains(error.kind), "\(error)")
+        await assertThrows(kind: [.corruptData, .truncatedData], "junk") {
+            try await pipeline.image(for: ImageRequest(path: junk))
         }
 
         // The file appears: the next request loads it (nothing was cached).
@@ -205,11 +202,8 @@ final class PipelineCoalescingTests: XCTestCase {
         let pipeline = ImagePipeline.testing()
         for request in [ImageRequest(path: path, size: .maxPixelSize(0)), ImageRequest(path: path, scale: 0),
                         ImageRequest(path: path, size: .fit(width: 10, height: -1))] {
-            do {
-                _ = try await pipeline.image(for: request)
-                XCTFail("\(request) succeeded")
-            } catch {
-                XCTAssertEqual(error.kind, .invalidArgument)
+            await assertThrows(kind: .invalidArgument, "\(request)") {
+                try await pipeline.image(for: request)
             }
         }
         XCTAssertEqual(pipeline.metrics.decodesStarted, 0)

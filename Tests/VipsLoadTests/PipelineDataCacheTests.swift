@@ -129,26 +129,20 @@ final class PipelineDataCacheTests: NetworkTestCase {
                 XCTAssertFalse(error.message.contains(downloadDirectory.path), "\(error)")
                 XCTAssertFalse(error.message.contains(cacheDirectory.path), "\(error)")
             }
-            do throws(VipsError) {
-                _ = try await pipeline.image(for: ImageRequest(url: server.url("/missing.jpg")))
-                XCTFail("a 404 loaded")
-            } catch {
-                XCTAssertEqual(error.kind, .httpStatus)
-                XCTAssertEqual(error.httpStatus, 404)
+            let notFound = await assertThrows(kind: .httpStatus) {
+                try await pipeline.image(for: ImageRequest(url: server.url("/missing.jpg")))
             }
+            XCTAssertEqual(notFound?.httpStatus, 404)
         }
     }
 
     func testAMissingFileIsFileNotFoundAndTheSystemsReasonsMapToKinds() async throws {
         let folder = try ImageFolder()
         let pipeline = ImagePipeline(configuration: .init(memoryCache: nil))
-        do throws(VipsError) {
-            _ = try await pipeline.image(for: ImageRequest(path: folder.path + "/absent.png"))
-            XCTFail("a missing file loaded")
-        } catch {
-            XCTAssertEqual(error.kind, .fileNotFound)
-            XCTAssertTrue(error.message.contains("absent.png"), error.message)
+        let error = await assertThrows(kind: .fileNotFound) {
+            try await pipeline.image(for: ImageRequest(path: folder.path + "/absent.png"))
         }
+        XCTAssertTrue(error?.message.contains("absent.png") == true, "\(String(describing: error))")
         XCTAssertEqual(VipsError.file(ENOENT, "x").kind, .fileNotFound)
         XCTAssertEqual(VipsError.file(ENOTDIR, "x").kind, .fileNotFound)
         XCTAssertEqual(VipsError.file(EACCES, "x").kind, .permissionDenied)
@@ -164,12 +158,7 @@ final class PipelineDataCacheTests: NetworkTestCase {
         defer { chmod(path, 0o644) }
         // Root reads any file whatever its mode: then there is nothing to refuse.
         try XCTSkipIf(getuid() == 0 && access(path, R_OK) == 0, "running as root: permissions are not enforced")
-        do throws(VipsError) {
-            _ = try await pipeline.image(for: ImageRequest(path: path))
-            XCTFail("an unreadable file loaded")
-        } catch {
-            XCTAssertEqual(error.kind, .permissionDenied)
-        }
+        await assertThrows(kind: .permissionDenied) { try await pipeline.image(for: ImageRequest(path: path)) }
     }
 
     func testDecodeThreadsAreNamed() async throws {

@@ -142,3 +142,30 @@ extension Error {
         (self as? VipsError)?.kind == .cancelled || self is CancellationError
     }
 }
+
+/// Awaits `body`, expecting a `VipsError` of one of `kinds`; fails the test
+/// when it succeeds or fails otherwise. Returns the error for further checks.
+@discardableResult
+func assertThrows<T>(kind kinds: Set<VipsError.Kind>, _ what: @autoclosure () -> String = "",
+                     file: StaticString = #filePath, line: UInt = #line,
+                     _ body: () async throws -> T) async -> VipsError? {
+    do {
+        let value = try await body()
+        XCTFail("\(what()): succeeded with \(value); expected \(kinds.map(\.rawValue).sorted())", file: file, line: line)
+        return nil
+    } catch let error as VipsError {
+        XCTAssertTrue(kinds.contains(error.kind), "\(what()): \(error)", file: file, line: line)
+        return error
+    } catch {
+        XCTFail("\(what()): \(error) is not a VipsError", file: file, line: line)
+        return nil
+    }
+}
+
+/// `assertThrows(kind:)` for one kind.
+@discardableResult
+func assertThrows<T>(kind: VipsError.Kind, _ what: @autoclosure () -> String = "",
+                     file: StaticString = #filePath, line: UInt = #line,
+                     _ body: () async throws -> T) async -> VipsError? {
+    await assertThrows(kind: [kind], what(), file: file, line: line, body)
+}

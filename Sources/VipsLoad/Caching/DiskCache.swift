@@ -23,10 +23,10 @@ import Glibc
 /// cache is open is recreated by the next write.
 public final class DiskCache: Sendable {
     /// A verified entry and its bytes, ready for the decoder.
-    public struct Hit: Sendable {
-        public let entry: DiskCacheEntry
+    struct Hit: Sendable {
+        let entry: DiskCacheEntry
         /// A private link to the body (removed when released).
-        public let data: ImageData
+        let data: ImageData
     }
 
     public let configuration: Configuration
@@ -83,7 +83,7 @@ public final class DiskCache: Sendable {
     /// Checks the body's length, format magic and checksum (every byte up to
     /// `fullVerificationLimit`, sampled windows beyond); a failing entry is
     /// deleted. A hit marks the entry as most recently used.
-    public func lookup(_ key: String) -> Hit? {
+    func lookup(_ key: String) -> Hit? {
         let stem = DiskCacheKeyHash.fileStem(for: key)
         var missingBody: String?
         // A concurrent replacement can delete the body between reading the
@@ -126,7 +126,7 @@ public final class DiskCache: Sendable {
     // MARK: - Writing
 
     /// A writer that streams a new entry for `key` into the cache.
-    public func makeWriter(for key: String) throws(VipsError) -> DiskCacheWriter {
+    func makeWriter(for key: String) throws(VipsError) -> DiskCacheWriter {
         try DiskCacheWriter(cache: self, key: key)
     }
 
@@ -142,7 +142,7 @@ public final class DiskCache: Sendable {
     /// and marks it as used. Returns the updated entry, or the stored one when
     /// another writer has replaced the body meanwhile (newer data wins).
     @discardableResult
-    public func refresh(_ entry: DiskCacheEntry, http: HTTPCacheMetadata) throws(VipsError) -> DiskCacheEntry {
+    func refresh(_ entry: DiskCacheEntry, http: HTTPCacheMetadata) throws(VipsError) -> DiskCacheEntry {
         let stem = DiskCacheKeyHash.fileStem(for: entry.key)
         guard var current = readEntry(stem: stem, removingUnreadable: false), current.key == entry.key,
               current.bodyFile == entry.bodyFile else {

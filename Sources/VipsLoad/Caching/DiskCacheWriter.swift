@@ -6,9 +6,9 @@ import Foundation
 /// partial entry behind.
 ///
 /// A writer dropped without `commit` deletes its file.
-public final class DiskCacheWriter: Sendable {
+final class DiskCacheWriter: Sendable {
     /// The source key the entry will be stored under.
-    public let key: String
+    let key: String
     let file: StreamingFileWriter
     private let cache: DiskCache
 
@@ -19,10 +19,10 @@ public final class DiskCacheWriter: Sendable {
     }
 
     /// Bytes written so far.
-    public var byteCount: Int { file.byteCount }
+    var byteCount: Int { file.byteCount }
 
     /// Appends `data` to the entry.
-    public func write(_ data: Data) throws(VipsError) {
+    func write(_ data: Data) throws(VipsError) {
         do throws(VipsError) {
             try file.write(data)
         } catch {
@@ -35,7 +35,7 @@ public final class DiskCacheWriter: Sendable {
     /// within the size limit, renames the file into place and writes the
     /// metadata atomically. Replaces any previous entry for the key.
     @discardableResult
-    public func commit(http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry {
+    func commit(http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry {
         try cache.commit(file, key: key, http: http, openForReading: false).entry
     }
 
@@ -45,7 +45,7 @@ public final class DiskCacheWriter: Sendable {
     }
 
     /// Abandons the entry and deletes its file.
-    public func discard() {
+    func discard() {
         file.discard()
     }
 }

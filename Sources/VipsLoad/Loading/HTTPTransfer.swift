@@ -59,7 +59,10 @@ final class HTTPTransfer: Sendable {
     typealias SinkFactory = @Sendable (HTTPURLResponse, Date) throws(VipsError) -> Sink
 
     private struct State {
-        var continuation: CheckedContinuation<Outcome, any Error>?
+        var continuation: CheckedContinuation<Void, Never>?
+        /// The attempt's result, handed to the awaiting caller through this
+        /// locked state (the caller is woken without a value and collects it).
+        var result: Result<Outcome, any Error>?
         var finished = false
         var task: URLSessionDataTask?
         var response: HTTPURLResponse?
@@ -95,7 +98,7 @@ final class HTTPTransfer: Sendable {
     /// calling task is cancelled (which cancels the network task at once).
     func run(in session: URLSession, delegate: HTTPSessionDelegate) async throws -> Outcome {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let task = session.dataTask(with: request)
                 // The whole-transfer deadline (URLSession's own timeout only bounds idle gaps).
                 let timer = Task { [self] in
@@ -115,11 +118,16 @@ final class HTTPTransfer: Sendable {
                 guard started else {
                     delegate.unregister(task)
                     timer.cancel()
-                    continuation.resume(throwing: CancellationError())
+                    continuation.resume()
                     return
                 }
                 task.resume()
             }
+            // Taken under the lock that `finish` stored it under.
+            return try state.withLock { state -> Result<Outcome, any Error> in
+                defer { state.result = nil }
+                return state.result ?? .failure(CancellationError())
+            }.get()
         } onCancel: {
             finish(.failure(CancellationError()), cancellingTask: true)
         }
@@ -285,14 +293,16 @@ final class HTTPTransfer: Sendable {
     /// Delivers the first outcome; later ones are ignored. A failure deletes
     /// the partial file; with `cancellingTask`, the network task is cancelled.
     private func finish(_ result: Result<Outcome, any Error>, cancellingTask: Bool) {
-        let (first, continuation, sink) = state.withLock { state -> (Bool, CheckedContinuation<Outcome, any Error>?, Sink?) in
-            guard !state.finished else { return (false, nil, nil) }
+        let (first, continuation, sink, timer) = state.withLock {
+            state -> (Bool, CheckedContinuation<Void, Never>?, Sink?, Task<Void, Never>?) in
+            guard !state.finished else { return (false, nil, nil, nil) }
             state.finished = true
-            state.timer?.cancel()
-            defer { state.continuation = nil }
-            return (true, state.continuation, state.sink)
+            defer { state.continuation = nil; state.timer = nil }
+            state.result = result
+            return (true, state.continuation, state.sink, state.timer)
         }
         guard first else { return }
+        timer?.cancel()
         if case .failure = result { sink?.file.discard() }
         if cancellingTask {
             // Never from the caller's thread: a cancellation handler runs under
@@ -300,7 +310,7 @@ final class HTTPTransfer: Sendable {
             // the session's work queue (the deadlock of swift-corelibs-foundation #5412).
             DispatchQueue.global().async { [self] in cancelTask() }
         }
-        continuation?.resume(with: result)
+        continuation?.resume()
     }
 
     /// Cancels the network task, serialised with the redirect decision.

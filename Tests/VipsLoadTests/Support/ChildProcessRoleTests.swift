@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import XCTest
-import VipsLoad
+@testable import VipsLoad
 
 /// The roles a `TestChildProcess` plays. Run in a normal test pass, the test is
 /// skipped: it only does something inside a child process started by another
