@@ -55,9 +55,10 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
     public func loadData(for source: ImageSource) async throws -> ImageData {
         guard case .url(let url) = source, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
+            throw VipsError(.unsupportedSource, "\(URLRedaction.redacted(source.key)): HTTPDataLoader loads only http(s) URLs")
         }
-        let key = source.key
+        // Credentials never reach the disk cache's files: the stored key holds their digest.
+        let key = URLRedaction.storageKey(source.key)
         return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
             do {
                 return try await fetch(url, key: key)
@@ -116,7 +117,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache = configuration.diskCache, let stored = stale.entry.http else {
-                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry", httpStatus: 304),
+                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry", httpStatus: 304),
                                            isTransient: false)
             }
             if let updated = stored.updated(byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt) {
@@ -140,7 +141,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                 file.discard()
                 let type = response.value(forHTTPHeaderField: "Content-Type") ?? "no Content-Type"
                 throw HTTPTransfer.Failure(
-                    error: VipsError(.unsupportedFormat, "\(url) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
+                    error: VipsError(.unsupportedFormat, "\(URLRedaction.redacted(url)) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
                     isTransient: false)
             }
             if let metadata = sink.cacheMetadata, let cache = configuration.diskCache, byteCount <= cache.configuration.sizeLimit {
@@ -173,16 +174,10 @@ public final class HTTPDataLoader: ImageDataLoading {
                                  cacheMetadata: nil)
     }
 
-    /// A new file for an uncached download in `directory`, created when missing.
+    /// A new file for an uncached download, in this process's private folder
+    /// in `directory` (see `TemporaryDownloads`).
     private static func makeTemporaryDownload(in directory: String) throws(VipsError) -> StreamingFileWriter {
-        if !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw VipsError(.io, "cannot create \(directory): \(error.localizedDescription)")
-            }
-        }
-        return try StreamingFileWriter(directory: directory, namePrefix: "download-")
+        try StreamingFileWriter(directory: TemporaryDownloads.folder(in: directory), namePrefix: "download-")
     }
 
     /// The first bytes as text when printable, else in hex, for error messages.
