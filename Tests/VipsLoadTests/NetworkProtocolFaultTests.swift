@@ -27,6 +27,9 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         let cached = try await load(makeLoader(cache: cache), "/cached.jpg")
         XCTAssertEqual(NetworkFixtures.contents(of: cached), jpeg)
         XCTAssertEqual(cache.entry(for: server.url("/cached.jpg").absoluteString)?.http?.etag, "\"v1\"")
+        // An interim response and then nothing is no response at all: a network failure, not "HTTP 103".
+        server.route("/hints-only", .raw(Data("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n".utf8)))
+        await assertLoadFails(loader, "/hints-only", kind: .network)
         XCTAssertEqual(leftoverFiles(), [])
     }
 

@@ -262,7 +262,7 @@ final class HTTPTransfer: Sendable {
         }
         let (response, sink, received) = state.withLock { ($0.response, $0.sink, $0.received) }
         guard let response, let sink else {
-            if let http = taskResponse as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
+            if let http = taskResponse as? HTTPURLResponse, !(100..<300).contains(http.statusCode) {
                 let status = http.statusCode
                 let detail = (300..<400).contains(status) && http.value(forHTTPHeaderField: "Location") == nil ? " without a Location" : ""
                 finish(.failure(Failure(error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
@@ -270,7 +270,9 @@ final class HTTPTransfer: Sendable {
                        cancellingTask: false)
                 return
             }
-            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a response"), isTransient: true)),
+            let interim = (taskResponse as? HTTPURLResponse).map { " after an interim \($0.statusCode) response" } ?? ""
+            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a\(interim.isEmpty ? "" : " final") response\(interim)"),
+                                    isTransient: true)),
                    cancellingTask: false)
             return
         }
