@@ -223,6 +223,12 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         // Other names are left alone.
         let unrelated = base.appendingPathComponent("notes.txt")
         try Data("keep".utf8).write(to: unrelated)
+        // What earlier versions left in the folder itself: old files go, young ones may be in use.
+        let oldLegacy = base.appendingPathComponent("download-00000000000000a1")
+        let youngLegacy = base.appendingPathComponent("download-00000000000000a2")
+        try Data(count: 10).write(to: oldLegacy)
+        try Data(count: 10).write(to: youngLegacy)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: oldLegacy.path)
 
         server.route("/photo.jpg", .ok(try NetworkFixtures.jpeg(seed: 27)))
         let loader = makeLoader { $0.temporaryDirectory = base }
@@ -241,6 +247,8 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: unlocked.path), "a lockless folder of a gone pid is swept")
         XCTAssertTrue(FileManager.default.fileExists(atPath: live.path), "a live owner's folder stays")
         XCTAssertTrue(FileManager.default.fileExists(atPath: unrelated.path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: oldLegacy.path), "an hour-old download of an earlier version is swept")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: youngLegacy.path))
 
         data = nil
         XCTAssertEqual(NetworkFixtures.files(in: base).filter { $0.hasPrefix(folder.lastPathComponent) }, [],
