@@ -168,6 +168,7 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         XCTAssertEqual(URLRedaction.redacted("failed: https://token@h/x and ftp://a:b@c/"), "failed: https://***@h/x and ftp://***@c/")
         XCTAssertEqual(URLRedaction.redacted("http://h/a?u=x@y"), "http://h/a?u=x@y")
         XCTAssertEqual(URLRedaction.redacted("mailto:a@b"), "mailto:a@b")
+        XCTAssertEqual(ImageSource.url(URL(string: "https://u:p@h/x.jpg")!).description, "https://***@h/x.jpg")
         XCTAssertEqual(URLRedaction.storageKey("http://h/x"), "http://h/x")
         XCTAssertEqual(URLRedaction.storageKey("http://u:p@h/x"), "http://sha256-" + SHA256.hexDigest(of: Array("u:p".utf8)) + "@h/x")
         // FIPS 180-4 examples, and a message longer than one block.

@@ -20,7 +20,8 @@ public enum ImageSource: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { key }
+    /// The key for people: a URL's credentials redacted (`http://***@host/…`).
+    public var description: String { URLRedaction.redacted(key) }
 
     public static func == (lhs: ImageSource, rhs: ImageSource) -> Bool { lhs.key == rhs.key }
     public func hash(into hasher: inout Hasher) { hasher.combine(key) }
