@@ -47,7 +47,8 @@ guard let run = commands[command] else {
     exit(2)
 }
 do {
-    exit(try await run(arguments))
+    // SIGINT/SIGTERM cancel the command, remove its temporary downloads and exit 130/143.
+    exit(try await SignalHandling.run(run, arguments))
 } catch {
     Terminal.err("vipsload \(command): \(error.description)\nRun 'vipsload \(command) --help' for usage.")
     exit(2)

@@ -61,10 +61,18 @@ public final class TestHTTPServer: Sendable {
         /// Stop sending after this many body bytes (a body cut short).
         public var cutAfter: Int?
         public var ending: Ending
+        /// Interim (1xx) responses sent before the status line, each a status
+        /// line and an empty line (a `103` also carries a `Link` field).
+        public var interim: [Int]
+        /// Bytes sent verbatim instead of the status line and header fields
+        /// (the body follows as usual): a response that is not HTTP, or any
+        /// head `headers` cannot express.
+        public var rawHead: Data?
 
         public init(status: Int = 200, headers: [(String, String)] = [], body: Body = .data(Data()),
                     declaredLength: Int?? = nil, chunkSize: Int = 64 * 1024, headerDelay: TimeInterval = 0,
-                    chunkDelay: TimeInterval = 0, cutAfter: Int? = nil, ending: Ending = .close) {
+                    chunkDelay: TimeInterval = 0, cutAfter: Int? = nil, ending: Ending = .close,
+                    interim: [Int] = [], rawHead: Data? = nil) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -74,6 +82,13 @@ public final class TestHTTPServer: Sendable {
             self.chunkDelay = chunkDelay
             self.cutAfter = cutAfter
             self.ending = ending
+            self.interim = interim
+            self.rawHead = rawHead
+        }
+
+        /// `bytes` verbatim and nothing else, then the connection closes.
+        public static func raw(_ bytes: Data) -> Response {
+            Response(body: .data(Data()), rawHead: bytes)
         }
 
         public static func ok(_ data: Data, contentType: String = "image/jpeg", headers: [(String, String)] = []) -> Response {
@@ -138,6 +153,11 @@ public final class TestHTTPServer: Sendable {
     /// The URL of `path` on this server.
     public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// The URL of `path` with credentials in it: `http://user:password@127.0.0.1:port/path`.
+    public func url(_ path: String, user: String, password: String) -> URL {
+        URL(string: "http://\(user):\(password)@127.0.0.1:\(port)\(path)")!
     }
 
     /// Scripts `path` (exact match, query ignored).
@@ -278,11 +298,18 @@ public final class TestHTTPServer: Sendable {
             return false
         }
         let length = response.declaredLength ?? .some(response.body.count)
-        var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\nConnection: close\r\n"
+        var head = ""
+        for code in response.interim {
+            head += "HTTP/1.1 \(code) \(Self.reason(code))\r\n"
+            if code == 103 { head += "Link: </style.css>; rel=preload; as=style\r\n" }
+            head += "\r\n"
+        }
+        head += "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\nConnection: close\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         if let length { head += "Content-Length: \(length)\r\n" }
         head += "\r\n"
-        guard write(Array(head.utf8)[...], to: fd) else {
+        let headBytes = response.rawHead.map { [UInt8]($0) } ?? Array(head.utf8)
+        guard write(headBytes[...], to: fd) else {
             recordClientClose(path)
             return false
         }
@@ -355,6 +382,8 @@ public final class TestHTTPServer: Sendable {
 
     private static func reason(_ status: Int) -> String {
         switch status {
+        case 100: return "Continue"
+        case 103: return "Early Hints"
         case 200: return "OK"
         case 301: return "Moved Permanently"
         case 302: return "Found"

@@ -60,14 +60,14 @@ extension PipelineEngine {
         var stale: DiskCache.Hit?
         var fresh: ImageData?
         if let disk = dataCache as? DiskCache {
-            if let hit = disk.lookup(source.key) {
+            if let hit = disk.lookup(source.dataCacheKey) {
                 if cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
                     fresh = hit.data
                 } else if hit.entry.http?.canRevalidate == true {
                     stale = hit
                 }
             }
-        } else if let hit = dataCache.cachedData(for: source.key), cachePolicy == .ignoreExpiry || hit.isFresh() {
+        } else if let hit = dataCache.cachedData(for: source.dataCacheKey), cachePolicy == .ignoreExpiry || hit.isFresh() {
             fresh = hit.data
         }
         if let fresh {
@@ -110,7 +110,7 @@ extension PipelineEngine {
                 if let dataCache, !source.isLocal, case .success(let data) = result {
                     // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
                     result = .success(await ioPool.run(priority: unit.priority) {
-                        (try? dataCache.store(data, for: source.key, http: nil)) ?? data
+                        (try? dataCache.store(data, for: source.dataCacheKey, http: nil)) ?? data
                     })
                 }
             }

@@ -62,7 +62,8 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
     public func loadData(for source: ImageSource) async throws -> ImageData {
         let url = try Self.httpURL(of: source)
-        let key = source.key
+        // Credentials never reach the disk cache's files: the stored key holds their digest.
+        let key = URLRedaction.storageKey(source.key)
         return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
             var stale: DiskCache.Hit?
             if let cache = configuration.diskCache, let hit = cache.lookup(key) {
@@ -80,7 +81,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// already looked in `cache` itself: the network only (with retries),
     /// revalidating `stale` when given, streaming the body into `cache`.
     func download(_ source: ImageSource, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        try await fetch(try Self.httpURL(of: source), key: source.key, cache: cache, revalidating: stale)
+        try await fetch(try Self.httpURL(of: source), key: source.dataCacheKey, cache: cache, revalidating: stale)
     }
 
     private static func httpURL(of source: ImageSource) throws(VipsError) -> URL {
@@ -138,7 +139,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache, let stored = stale.entry.http else {
-                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(url) without a stored entry", httpStatus: 304),
+                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry", httpStatus: 304),
                                            isTransient: false)
             }
             if let updated = stored.updated(byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt) {
@@ -162,7 +163,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                 file.discard()
                 let type = response.value(forHTTPHeaderField: "Content-Type") ?? "no Content-Type"
                 throw HTTPTransfer.Failure(
-                    error: VipsError(.unsupportedFormat, "\(url) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
+                    error: VipsError(.unsupportedFormat, "\(URLRedaction.redacted(url)) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
                     isTransient: false)
             }
             if let metadata = sink.cacheMetadata, let cache, byteCount <= cache.configuration.sizeLimit {
@@ -194,16 +195,10 @@ public final class HTTPDataLoader: ImageDataLoading {
         return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: directory), cacheMetadata: nil)
     }
 
-    /// A new file for an uncached download in `directory`, created when missing.
+    /// A new file for an uncached download, in this process's private folder
+    /// in `directory` (see `TemporaryDownloads`).
     private static func makeTemporaryDownload(in directory: String) throws(VipsError) -> StreamingFileWriter {
-        if !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw VipsError(.io, "cannot create \(directory): \(error.localizedDescription)")
-            }
-        }
-        return try StreamingFileWriter(directory: directory, namePrefix: "download-")
+        try StreamingFileWriter(directory: TemporaryDownloads.folder(in: directory), namePrefix: "download-")
     }
 
     /// The first bytes as text when printable, else in hex, for error messages.

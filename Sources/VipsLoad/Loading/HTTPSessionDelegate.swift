@@ -42,12 +42,12 @@ final class HTTPSessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             completionHandler(nil)
             return
         }
-        transfer.redirect(to: request, decide: completionHandler)
+        transfer.redirect(from: response, to: request, decide: completionHandler)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let id = task.taskIdentifier
         let transfer = transfers.withLock { $0.removeValue(forKey: id) }
-        transfer?.complete(error: error)
+        transfer?.complete(error: error, taskResponse: task.response)
     }
 }

@@ -85,10 +85,12 @@ final class HTTPTransfer: Sendable {
     /// below `state`, which it takes inside). Remove once cancelling during a
     /// redirect decision no longer crashes FoundationNetworking.
     private let cancelRequested = LockedState(false, rank: .queue)
-    private var label: String { request.url?.absoluteString ?? "request" }
+    /// The URL in messages, without its credentials.
+    private let label: String
 
     init(request: URLRequest, conditional: Bool, limits: Limits, makeSink: @escaping SinkFactory) {
         self.request = request
+        label = request.url.map(URLRedaction.redacted) ?? "request"
         self.conditional = conditional
         self.limits = limits
         self.makeSink = makeSink
@@ -140,6 +142,14 @@ final class HTTPTransfer: Sendable {
         var sink: Sink?
         if let http = response as? HTTPURLResponse {
             let status = http.statusCode
+            // FoundationNetworking reports each interim (1xx) response, such as
+            // `103 Early Hints` or an unrequested `100 Continue`, as a response
+            // of its own before the final one; clients must skip them (RFC 9110
+            // §15.2). `101 Switching Protocols` is not interim: no upgrade was asked for.
+            if (100..<200).contains(status), status != 101 {
+                decide(.allow)
+                return
+            }
             if status == 304, conditional {
                 decide(.cancel)
                 finish(.success(.notModified(response: http, receivedAt: Date())), cancellingTask: true)
@@ -149,6 +159,8 @@ final class HTTPTransfer: Sendable {
                 let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
                 failure = Failure(error: VipsError(.httpStatus, "HTTP \(status) for \(label)", httpStatus: status),
                                   isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
+            } else if let problem = Self.contentLengthProblem(http) {
+                failure = Failure(error: VipsError(.protocolError, "\(label): \(problem)"), isTransient: false)
             } else if http.expectedContentLength > Int64(limits.maxBodyBytes) {
                 failure = Failure(error: VipsError(.tooLarge, "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"),
                                   isTransient: false)
@@ -156,7 +168,7 @@ final class HTTPTransfer: Sendable {
                 do throws(VipsError) {
                     sink = try makeSink(http, Date())
                 } catch {
-                    failure = Failure(error: error, isTransient: false)
+                    failure = Failure(error: about(error), isTransient: false)
                 }
             }
             if failure == nil {
@@ -175,7 +187,7 @@ final class HTTPTransfer: Sendable {
                 return
             }
         } else {
-            failure = Failure(error: VipsError(.network, "\(label): not an HTTP response"), isTransient: false)
+            failure = Failure(error: VipsError(.protocolError, "\(label): not an HTTP response"), isTransient: false)
         }
         // FoundationNetworking ignores a `.cancel` disposition, so the task is cancelled as well.
         decide(.cancel)
@@ -208,7 +220,7 @@ final class HTTPTransfer: Sendable {
                 }
                 if !current { moved.file.discard() }
             } catch {
-                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: true)
+                finish(.failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: true)
             }
         }
     }
@@ -219,8 +231,15 @@ final class HTTPTransfer: Sendable {
     /// about a redirect and hearing the answer, so the answer is given under
     /// the same lock `cancelTask` takes, and not at all once the task is being
     /// cancelled (the cancellation completes it).
-    func redirect(to newRequest: URLRequest, decide: @Sendable (URLRequest?) -> Void) {
-        let scheme = newRequest.url?.scheme?.lowercased()
+    ///
+    /// The target is checked in the raw `Location` of `response` too:
+    /// FoundationNetworking resolves a `Location` without a host (`file:///x`,
+    /// `data:…`) against the original scheme and host, so `newRequest` alone
+    /// would turn `file:///etc/passwd` into `http://host/etc/passwd`.
+    func redirect(from response: HTTPURLResponse, to newRequest: URLRequest, decide: @Sendable (URLRequest?) -> Void) {
+        let location = response.value(forHTTPHeaderField: "Location")
+        let scheme = location.flatMap(Self.scheme(ofReference:)) ?? newRequest.url?.scheme?.lowercased()
+        let target = URLRedaction.redacted(location ?? newRequest.url?.absoluteString ?? "nothing")
         let refusal = cancelRequested.withLock { cancelling -> VipsError?? in
             let (finished, redirects) = state.withLock { state -> (Bool, Int) in
                 state.redirects += 1
@@ -229,7 +248,7 @@ final class HTTPTransfer: Sendable {
             if cancelling || finished { return .some(nil) }
             guard scheme == "http" || scheme == "https" else {
                 decide(nil)
-                return VipsError(.redirectRefused, "\(label): redirect to \(newRequest.url?.absoluteString ?? "nothing") refused")
+                return VipsError(.redirectRefused, "\(label): redirect to \(target) refused: only http and https are followed")
             }
             guard redirects <= limits.maxRedirects else {
                 decide(nil)
@@ -244,14 +263,28 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    func complete(error: (any Error)?) {
+    /// The task ended; `taskResponse` is the task's last response, which
+    /// FoundationNetworking never hands to the delegate for a redirect status
+    /// it could not follow (a `302` without `Location`).
+    func complete(error: (any Error)?, taskResponse: URLResponse?) {
         if let error {
-            finish(.failure(Self.failure(for: error, label: label, limits: limits)), cancellingTask: false)
+            let headerSeen = state.withLock { $0.response != nil }
+            finish(.failure(Self.failure(for: error, label: label, limits: limits, headerSeen: headerSeen)), cancellingTask: false)
             return
         }
         let (response, sink, received) = state.withLock { ($0.response, $0.sink, $0.received) }
         guard let response, let sink else {
-            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a response"), isTransient: true)),
+            if let http = taskResponse as? HTTPURLResponse, !(100..<300).contains(http.statusCode) {
+                let status = http.statusCode
+                let detail = (300..<400).contains(status) && http.value(forHTTPHeaderField: "Location") == nil ? " without a Location" : ""
+                finish(.failure(Failure(error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
+                                        isTransient: HTTPRetryPolicy.isTransient(status: status))),
+                       cancellingTask: false)
+                return
+            }
+            let interim = (taskResponse as? HTTPURLResponse).map { " after an interim \($0.statusCode) response" } ?? ""
+            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a\(interim.isEmpty ? "" : " final") response\(interim)"),
+                                    isTransient: true)),
                    cancellingTask: false)
             return
         }
@@ -273,9 +306,9 @@ final class HTTPTransfer: Sendable {
             // The cache folder was deleted while the body streamed into it:
             // the bytes survive only in the open file, so they move out.
             do throws(VipsError) {
-                delivered = try sink.relocated(after: VipsError(.io, "\(sink.file.path) was deleted while being written"))
+                delivered = try sink.relocated(after: VipsError(.io, "\(label): the cache folder was deleted while the body was written"))
             } catch {
-                finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: false)
+                finish(.failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: false)
                 return
             }
             let current = state.withLock { state -> Bool in
@@ -323,8 +356,63 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    /// Maps a transport error to a typed failure.
-    static func failure(for error: any Error, label: String, limits: Limits) -> Failure {
+    /// `error` as an error about this download: it names the URL, and the
+    /// download's temporary file only as such (the path means nothing to the
+    /// caller, and the file is gone once the error is seen).
+    private func about(_ error: VipsError, file: StreamingFileWriter? = nil) -> VipsError {
+        var message = error.message
+        if let path = file?.path { message = message.replacingOccurrences(of: path, with: "the temporary file") }
+        if !message.hasPrefix(label + ":") { message = label + ": " + message }
+        return VipsError(error.kind, message, httpStatus: error.httpStatus)
+    }
+
+    /// Why the `Content-Length` of `response` cannot be trusted, or nil when
+    /// it can (or there is none). Two different values (in two fields, or a
+    /// list in one) are an unrecoverable framing error (RFC 9112 §6.3); a
+    /// list of one value repeated is accepted. With a `Transfer-Encoding` the
+    /// length is ignored, so it is not checked.
+    static func contentLengthProblem(_ response: HTTPURLResponse) -> String? {
+        var values: [String] = []
+        var transferEncoded = false
+        for (name, value) in response.allHeaderFields {
+            guard let name = name as? String, let value = value as? String else { continue }
+            switch name.lowercased() {
+            case "content-length":
+                values += value.split(separator: ",", omittingEmptySubsequences: false)
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
+            case "transfer-encoding":
+                transferEncoded = true
+            default:
+                break
+            }
+        }
+        guard !values.isEmpty, !transferEncoded else { return nil }
+        if let bad = values.first(where: { $0.isEmpty || !$0.allSatisfy({ $0.isASCII && $0.isNumber }) }) {
+            return "invalid Content-Length \"\(bad)\""
+        }
+        let distinct = Set(values.map { $0.drop { $0 == "0" } })
+        guard distinct.count == 1 else {
+            return "conflicting Content-Length values (\(values.joined(separator: ", "))); the body's end is unknown"
+        }
+        return nil
+    }
+
+    /// The scheme of a URI reference (RFC 3986 §3.1), lowercased; nil for a
+    /// relative reference (`/a`, `b.jpg`, `//host/c`).
+    static func scheme(ofReference reference: String) -> String? {
+        let trimmed = reference.trimmingCharacters(in: .whitespaces)
+        guard let colon = trimmed.firstIndex(of: ":") else { return nil }
+        let candidate = trimmed[..<colon]
+        guard let first = candidate.first, first.isASCII, first.isLetter,
+              candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") }) else {
+            return nil
+        }
+        return candidate.lowercased()
+    }
+
+    /// Maps a transport error to a typed failure; `headerSeen` tells whether
+    /// the response's head had arrived.
+    static func failure(for error: any Error, label: String, limits: Limits, headerSeen: Bool) -> Failure {
         let nsError = error as NSError
         let reason = (nsError.userInfo[NSLocalizedDescriptionKey] as? String) ?? "error \(nsError.code)"
         guard nsError.domain == NSURLErrorDomain else {
@@ -336,10 +424,21 @@ final class HTTPTransfer: Sendable {
         case NSURLErrorNetworkConnectionLost:
             return Failure(error: VipsError(.network, "\(label): connection lost: \(reason)"), isTransient: true)
         case NSURLErrorBadURL, NSURLErrorUnsupportedURL:
+            // libcurl's "Received HTTP/0.9 when not allowed": bytes that are not an HTTP response.
+            if reason.contains("HTTP/0.9") {
+                return Failure(error: VipsError(.protocolError, "\(label): the server's answer is not an HTTP response (\(reason))"),
+                               isTransient: false)
+            }
             return Failure(error: VipsError(.invalidArgument, "\(label): \(reason)"), isTransient: false)
         case NSURLErrorHTTPTooManyRedirects:
             return Failure(error: VipsError(.redirectRefused, "\(label): \(reason)"), isTransient: false)
         default:
+            // libcurl refuses a header line over 100 KiB (CURL_MAX_HTTP_HEADER) with
+            // its out-of-memory error; before the head is complete, that is what it means.
+            if !headerSeen, reason == "Out of memory" {
+                return Failure(error: VipsError(.tooLarge, "\(label): the response header is too large (libcurl accepts header lines up to 100 KiB)"),
+                               isTransient: false)
+            }
             // libcurl reports a body shorter than its Content-Length as
             // "transfer closed with N bytes remaining to read".
             if reason.contains("remaining to read") || reason.lowercased().contains("partial") {

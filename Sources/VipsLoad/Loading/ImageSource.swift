@@ -56,6 +56,10 @@ public struct ImageSource: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The key a data cache stores the source under: `key`, with a URL's
+    /// credentials replaced by their digest so no secret reaches a cache file.
+    var dataCacheKey: String { URLRedaction.storageKey(key) }
+
     /// Whether the bytes are on this machine (a file or memory), not behind a network.
     var isLocal: Bool {
         switch location {
@@ -70,7 +74,7 @@ public struct ImageSource: Sendable, Hashable, CustomStringConvertible {
         switch location {
         case .file(let path): return path
         case .data(_, let identifier): return "data:" + identifier
-        case .url(let url): return url.isFileURL ? url.path : Self.redacted(url)
+        case .url(let url): return url.isFileURL ? url.path : URLRedaction.redacted(url.absoluteString)
         }
     }
 
@@ -93,14 +97,5 @@ public struct ImageSource: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return "/" + parts.joined(separator: "/")
-    }
-
-    /// `url` as text, with the password of any `user:password@` replaced.
-    static func redacted(_ url: URL) -> String {
-        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return url.absoluteString
-        }
-        components.password = "***"
-        return components.string ?? url.absoluteString
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import VipsBench
+import VipsLoad
 
 /// Output helpers: stdout/stderr lines, JSON objects and a progress line that
 /// is shown only when stderr is a terminal.
@@ -10,8 +11,9 @@ enum Terminal {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// Writes `line` to stderr, with the credentials of any URL in it redacted.
     static func err(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((URLRedaction.redacted(line) + "\n").utf8))
     }
 
     /// Rewrites one progress line on stderr (terminal only).

@@ -1,11 +1,14 @@
 import VipsCore
+import VipsLoad
 
 extension VipsError {
     /// The message without the leading "`input`: " the library adds for
     /// library users, since every CLI line already names its input.
     func message(about input: String) -> String {
-        let subject = input + ": "
-        guard message.hasPrefix(subject), message.count > subject.count else { return message }
-        return String(message.dropFirst(subject.count))
+        // The library names a URL without its credentials.
+        for subject in [input + ": ", URLRedaction.redacted(input) + ": "] where message.hasPrefix(subject) && message.count > subject.count {
+            return String(message.dropFirst(subject.count))
+        }
+        return message
     }
 }

@@ -49,8 +49,26 @@ enum NetworkFixtures {
         return FileManager.default.contents(atPath: path)
     }
 
-    /// Names of the files in `directory` (none when it does not exist).
+    /// Names of the files in `directory` (none when it does not exist). The
+    /// private download folders of processes (`<pid>-<random>`, see
+    /// `TemporaryDownloads`) are looked into: their files are listed as
+    /// `folder/name`, their lock files are not.
     static func files(in directory: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+        var names: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
+            let inner = directory.appendingPathComponent(name)
+            if isPrivateDownloadFolder(name), let contents = try? FileManager.default.contentsOfDirectory(atPath: inner.path) {
+                names += contents.filter { $0 != ".lock" }.map { name + "/" + $0 }
+            } else {
+                names.append(name)
+            }
+        }
+        return names.sorted()
+    }
+
+    /// Whether `name` is a process's private download folder: `<pid>-<16 hex digits>`.
+    static func isPrivateDownloadFolder(_ name: String) -> Bool {
+        let parts = name.split(separator: "-")
+        return parts.count == 2 && Int(parts[0]) != nil && parts[1].count == 16 && parts[1].allSatisfy(\.isHexDigit)
     }
 }
