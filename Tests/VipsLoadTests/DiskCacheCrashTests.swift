@@ -25,7 +25,7 @@ final class DiskCacheCrashTests: XCTestCase {
         XCTAssertEqual(child.reports.filter { $0.hasPrefix("COMMITTED") }, ["COMMITTED 0", "COMMITTED 1"])
 
         // The half-written file is there (so the kill did land mid-write), but invisible.
-        let temporary = NetworkFixtures.files(in: directory.appendingPathComponent("tmp")).filter { $0.hasPrefix("w-") }
+        let temporary = NetworkFixtures.files(in: directory.appendingPathComponent("tmp")).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }
         XCTAssertEqual(temporary.count, 1)
         let cache = try DiskCache(directory: directory)
         for version in 0..<2 {

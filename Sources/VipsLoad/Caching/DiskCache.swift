@@ -44,7 +44,11 @@ public final class DiskCache: Sendable {
         var lastStamp: Int64 = 0
     }
 
-    private let state = LockedState(State())
+    private let state = LockedState(State(), rank: .cache)
+    /// Bounds the bytes of writes in progress (downloads streaming in) to the
+    /// size limit, so the folder holds at most twice the limit: entries up to
+    /// the limit (after a sweep), plus writes in progress up to the limit.
+    let inFlight: ByteBudget
     private let sweepQueue = DispatchQueue(label: "VipsLoad.DiskCache.sweep", qos: .utility)
     private let backgroundWork = DispatchGroup()
 
@@ -55,6 +59,7 @@ public final class DiskCache: Sendable {
             throw VipsError(.invalidArgument, "disk cache size limit must be positive, not \(configuration.sizeLimit)")
         }
         self.configuration = configuration
+        inFlight = ByteBudget(limit: configuration.sizeLimit)
         let root = configuration.directory.standardizedFileURL.path
         entriesDirectory = root + "/entries"
         temporaryDirectory = root + "/tmp"
@@ -191,6 +196,8 @@ public final class DiskCache: Sendable {
     public func sweep() -> Int {
         let now = Date().timeIntervalSince1970
         let lifetime = configuration.abandonedFileLifetime
+        // What dead processes left (their private folders) goes at once.
+        TemporaryDownloads.sweep(temporaryDirectory)
         for name in Self.list(temporaryDirectory) {
             let path = temporaryDirectory + "/" + name
             if let info = Self.stat(path), now - info.modified >= lifetime { unlink(path) }
@@ -312,15 +319,27 @@ public final class DiskCache: Sendable {
 
     // MARK: - Internals shared with the writer and the HTTP loader
 
+    /// This process's own folder inside `tmp/` (see `TemporaryDownloads`):
+    /// writes in progress and reader links live there, so they go when the
+    /// process exits and a later process sweeps them if it was killed. The
+    /// shared `tmp/` itself when the private folder cannot be made.
+    var privateTemporaryDirectory: String {
+        (try? TemporaryDownloads.folder(in: temporaryDirectory)) ?? temporaryDirectory
+    }
+
     /// A new temporary file in the cache folder (same file system, so commit is a rename).
     ///
     /// Recreates the cache's folders when they have been deleted while the
     /// cache was open (someone clearing caches), so the cache fills again.
     func makeTemporaryFile() throws(VipsError) -> StreamingFileWriter {
+        // Making the private folder would recreate `tmp/` alone; the entries
+        // folder must come back with it, or the commit would fail.
+        if access(entriesDirectory, F_OK) != 0 { _ = recreateFoldersIfMissing() }
         do {
-            return try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-")
+            return try StreamingFileWriter(directory: privateTemporaryDirectory, namePrefix: "w-", budget: inFlight)
         } catch {
-            if recreateFoldersIfMissing(), let file = try? StreamingFileWriter(directory: temporaryDirectory, namePrefix: "w-") {
+            if recreateFoldersIfMissing(),
+               let file = try? StreamingFileWriter(directory: privateTemporaryDirectory, namePrefix: "w-", budget: inFlight) {
                 return file
             }
             noteWriteFailure()
@@ -473,7 +492,7 @@ public final class DiskCache: Sendable {
         } catch {
             throw VipsError(.internal, "cannot encode cache metadata: \(error)")
         }
-        let file = try StreamingFileWriter(directory: temporaryDirectory, namePrefix: "m-")
+        let file = try StreamingFileWriter(directory: privateTemporaryDirectory, namePrefix: "m-")
         try file.write(encoded)
         _ = try file.finish()
         stamp(file.path)
@@ -487,7 +506,7 @@ public final class DiskCache: Sendable {
     /// A private hard link to `bodyPath` in the temporary folder, or the body
     /// itself where the file system has no hard links; nil when the body is gone.
     private func linkForReading(_ bodyPath: String) -> (path: String, owned: Bool)? {
-        let linkPath = temporaryDirectory + "/r-" + StreamingFileWriter.randomName()
+        let linkPath = privateTemporaryDirectory + "/r-" + StreamingFileWriter.randomName()
         if link(bodyPath, linkPath) == 0 { return (linkPath, true) }
         // ENOENT is the body gone, or the temporary folder (then the body is read in place).
         if errno == ENOENT, access(bodyPath, F_OK) != 0 { return nil }

@@ -24,12 +24,18 @@ final class StreamingFileWriter: Sendable {
         var byteCount = 0
         var prefix: [UInt8] = []
         var handedOver = false
+        /// Bytes reserved from `budget` and not yet given back.
+        var reserved = 0
     }
 
     private let state: LockedState<State>
+    /// Bounds the bytes this and other writers have in flight; nil for no bound.
+    private let budget: ByteBudget?
 
-    /// Creates a new file named `<namePrefix><random>` in `directory` (which must exist).
-    init(directory: String, namePrefix: String) throws(VipsError) {
+    /// Creates a new file named `<namePrefix><random>` in `directory` (which
+    /// must exist); with a `budget`, every write first reserves its bytes there.
+    init(directory: String, namePrefix: String, budget: ByteBudget? = nil) throws(VipsError) {
+        self.budget = budget
         var fd: Int32 = -1
         var candidate = ""
         for _ in 0..<8 {
@@ -47,10 +53,12 @@ final class StreamingFileWriter: Sendable {
     }
 
     deinit {
-        state.withLock { state in
+        let reserved = state.withLock { state -> Int in
             if state.fd >= 0 { close(state.fd) }
             if !state.handedOver { unlink(path) }
+            return state.reserved
         }
+        budget?.release(reserved)
     }
 
     /// Bytes written so far.
@@ -62,6 +70,12 @@ final class StreamingFileWriter: Sendable {
     /// Appends `bytes`.
     func write(_ bytes: UnsafeRawBufferPointer) throws(VipsError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        if let budget {
+            guard budget.reserve(bytes.count) else {
+                throw VipsError(.tooLarge, "writes in progress would pass the cache's limit of \(budget.limit) bytes")
+            }
+            state.withLock { $0.reserved += bytes.count }
+        }
         try state.withLock { (state: inout State) throws(VipsError) in
             guard state.fd >= 0 else { throw VipsError(.io, "\(path): write after close") }
             var offset = 0
@@ -127,7 +141,8 @@ final class StreamingFileWriter: Sendable {
 
     /// Closes the file and hands it over to the caller, who now owns (and deletes) it.
     func finish() throws(VipsError) -> Summary {
-        try state.withLock { (state: inout State) throws(VipsError) -> Summary in
+        defer { giveBackBudget() }
+        return try state.withLock { (state: inout State) throws(VipsError) -> Summary in
             if state.fd >= 0 {
                 let status = close(state.fd)
                 state.fd = -1
@@ -138,6 +153,17 @@ final class StreamingFileWriter: Sendable {
         }
     }
 
+    /// Returns the reserved bytes: the file is complete (its bytes now count
+    /// as the cache's own) or gone.
+    private func giveBackBudget() {
+        guard let budget else { return }
+        let reserved = state.withLock { state -> Int in
+            defer { state.reserved = 0 }
+            return state.reserved
+        }
+        budget.release(reserved)
+    }
+
     /// Closes and deletes the file now.
     func discard() {
         state.withLock { state in
@@ -146,6 +172,7 @@ final class StreamingFileWriter: Sendable {
             if !state.handedOver { unlink(path) }
             state.handedOver = true
         }
+        giveBackBudget()
     }
 
     /// 16 random hex digits.

@@ -102,15 +102,15 @@ public enum TemporaryDownloads {
                 throw VipsError(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
             }
             // Close-on-exec, so a child process never inherits (and keeps) the lock.
-            let fd = open(path + "/" + lockFileName, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            // Read-only: flock needs no write access, and a file held open for
+            // writing would keep its file system from being remounted read-only.
+            let fd = open(path + "/" + lockFileName, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                 let reason = String(cString: strerror(errno))
                 if fd >= 0 { close(fd) }
                 removeTree(path)
                 throw VipsError(.io, "cannot lock \(path): \(reason)")
             }
-            let pid = Array("\(getpid())\n".utf8)
-            _ = pid.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             return Folder(path: path, lock: fd)
         }
         throw VipsError(.io, "cannot create a private folder in \(directory)")
@@ -138,7 +138,7 @@ public enum TemporaryDownloads {
                 continue
             }
             guard let owner = ownerID(of: name), !own.contains(path) else { continue }
-            let fd = open(path + "/" + lockFileName, O_RDWR | O_CLOEXEC)
+            let fd = open(path + "/" + lockFileName, O_RDONLY | O_CLOEXEC)
             if fd >= 0 {
                 // Held while removing, so two sweeping processes never race on one folder.
                 if flock(fd, LOCK_EX | LOCK_NB) == 0 { removeTree(path) }

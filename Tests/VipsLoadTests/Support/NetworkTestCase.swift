@@ -56,6 +56,6 @@ class NetworkTestCase: XCTestCase {
     /// Files a failed download must not leave: partial downloads and cache writes in progress.
     func leftoverFiles() -> [String] {
         NetworkFixtures.files(in: downloadDirectory)
-            + NetworkFixtures.files(in: cacheDirectory.appendingPathComponent("tmp")).filter { $0.hasPrefix("w-") }
+            + NetworkFixtures.files(in: cacheDirectory.appendingPathComponent("tmp")).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }
     }
 }
