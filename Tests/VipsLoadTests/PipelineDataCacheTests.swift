@@ -179,4 +179,39 @@ final class PipelineDataCacheTests: NetworkTestCase {
         // "vipsload-decode-N", cut by the kernel to 15 bytes.
         XCTAssertTrue(names.allSatisfy { $0 == "vipsload-decode" }, "\(names)")
     }
+
+    func testStaleIfErrorServesTheStaleEntryOnlyWhenAllowedAndAskedFor() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 80, height: 40, seed: 43)
+        let calls = LockedState(0)
+        for path in ["/flaky.jpg", "/strict.jpg"] {
+            let directive = path == "/flaky.jpg" ? "max-age=0, stale-if-error=600" : "max-age=0"
+            server.route(path) { _ in
+                let call = calls.withLock { $0 += 1; return $0 }
+                // The first answer of each is the image; later ones fail.
+                return call <= 2 ? .ok(jpeg, headers: [("Cache-Control", directive), ("ETag", "\"v1\"")]) : .status(503)
+            }
+        }
+        var http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
+        http.usesStaleIfError = true
+        let pipeline = ImagePipeline(configuration: .init(memoryCache: nil, dataCache: try makeCache(), http: http))
+        for path in ["/flaky.jpg", "/strict.jpg"] {
+            _ = try await pipeline.image(for: ImageRequest(url: server.url(path)))
+        }
+        // Stale now; the server fails: the entry that allows it is served...
+        let stale = try await pipeline.image(for: ImageRequest(url: server.url("/flaky.jpg"), size: .maxPixelSize(40)))
+        XCTAssertEqual([stale.width, stale.height], [40, 20])
+        XCTAssertEqual(pipeline.metrics.revalidations, 0)
+        // ... the one that does not is an error, with its status.
+        let error = await assertThrows(kind: .httpStatus) {
+            try await pipeline.image(for: ImageRequest(url: self.server.url("/strict.jpg")))
+        }
+        XCTAssertEqual(error?.httpStatus, 503)
+
+        // Without the opt-in the directive is ignored.
+        let strictPipeline = ImagePipeline(configuration: .init(memoryCache: nil, dataCache: try makeCache(),
+                                                                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        await assertThrows(kind: .httpStatus) {
+            try await strictPipeline.image(for: ImageRequest(url: self.server.url("/flaky.jpg")))
+        }
+    }
 }

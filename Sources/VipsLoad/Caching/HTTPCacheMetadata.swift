@@ -14,6 +14,10 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
     public var requiresRevalidation: Bool
     /// The response's `Content-Type`, for information only (bytes are sniffed).
     public var contentType: String?
+    /// `Cache-Control: stale-if-error=N` (RFC 5861): for N seconds after
+    /// `expiresAt`, the stale entry may be served when revalidating it fails
+    /// with a 5xx status or a network error. Nil when the response gave none.
+    public var staleIfError: TimeInterval?
 
     public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil,
                 requiresRevalidation: Bool = false, contentType: String? = nil) {
@@ -22,6 +26,13 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
         self.expiresAt = expiresAt
         self.requiresRevalidation = requiresRevalidation
         self.contentType = contentType
+    }
+
+    /// Whether `stale-if-error` allows serving the stale entry at `date`
+    /// because revalidating it failed.
+    public func mayServeStaleOnError(at date: Date = Date()) -> Bool {
+        guard let staleIfError, let expiresAt else { return false }
+        return date < expiresAt.addingTimeInterval(staleIfError)
     }
 
     /// Whether the entry may be used at `date` without asking the server.
@@ -54,6 +65,15 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
         requiresRevalidation = directives["no-cache"] != nil
             || (header("Cache-Control") == nil && header("Pragma")?.lowercased().contains("no-cache") == true)
         expiresAt = Self.expiry(directives: directives, header: header, receivedAt: receivedAt)
+        staleIfError = Self.staleIfError(directives)
+    }
+
+    /// `stale-if-error`'s seconds, when valid.
+    private static func staleIfError(_ directives: [String: String]) -> TimeInterval? {
+        guard let value = directives["stale-if-error"], let seconds = TimeInterval(value), seconds >= 0, seconds.isFinite else {
+            return nil
+        }
+        return seconds
     }
 
     /// The metadata after a `304 Not Modified`: its headers update the stored ones (RFC 9111 §4.3.4).
@@ -63,7 +83,10 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
         var merged = self
         if let etag = header("ETag") { merged.etag = etag }
         if let lastModified = header("Last-Modified") { merged.lastModified = lastModified }
-        if header("Cache-Control") != nil { merged.requiresRevalidation = directives["no-cache"] != nil }
+        if header("Cache-Control") != nil {
+            merged.requiresRevalidation = directives["no-cache"] != nil
+            merged.staleIfError = Self.staleIfError(directives)
+        }
         // A 304 usually repeats the freshness headers; without any, fall back to the stored Last-Modified heuristic.
         let storedLastModified = merged.lastModified
         merged.expiresAt = Self.expiry(directives: directives, header: { name in

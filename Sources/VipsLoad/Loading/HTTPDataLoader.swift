@@ -84,6 +84,16 @@ public final class HTTPDataLoader: ImageDataLoading {
         try await fetch(try Self.httpURL(of: source), key: source.dataCacheKey, cache: cache, revalidating: stale)
     }
 
+    /// Whether `stale-if-error` covers the failure: a 5xx status or a
+    /// network failure (RFC 5861 §4), not a 4xx or a refused body.
+    private static func allowsStale(after failure: HTTPTransfer.Failure) -> Bool {
+        switch failure.error.kind {
+        case .httpStatus: return (failure.error.httpStatus ?? 0) >= 500
+        case .network, .timedOut, .incompleteBody: return true
+        default: return false
+        }
+    }
+
     private static func httpURL(of source: ImageSource) throws(VipsError) -> URL {
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
@@ -102,6 +112,11 @@ public final class HTTPDataLoader: ImageDataLoading {
             } catch let failure as HTTPTransfer.Failure {
                 guard failure.isTransient,
                       let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
+                    if let stale, Self.allowsStale(after: failure), configuration.usesStaleIfError,
+                       stale.entry.http?.mayServeStaleOnError() == true {
+                        counters.withLock { $0.staleServedOnError += 1 }
+                        return stale.data
+                    }
                     counters.withLock { $0.failures += 1 }
                     throw failure.error
                 }

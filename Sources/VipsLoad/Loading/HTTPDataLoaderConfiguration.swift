@@ -21,6 +21,11 @@ extension HTTPDataLoader {
         public var diskCache: DiskCache?
         /// How stored entries are used. Default `.respectExpiry`.
         public var cachePolicy: HTTPCachePolicy
+        /// Honour `Cache-Control: stale-if-error` (RFC 5861): when revalidating
+        /// a stale entry fails with a 5xx status or a network error (after any
+        /// retries), serve the stale entry if its response allowed it and the
+        /// window has not passed. Default false: a failure is reported.
+        public var usesStaleIfError = false
         /// The folder for downloads that are not cached. Default
         /// `vipsload-downloads` in the system's temporary folder.
         public var temporaryDirectory: URL

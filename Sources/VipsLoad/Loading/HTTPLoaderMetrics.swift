@@ -14,6 +14,8 @@ public struct HTTPLoaderMetrics: Sendable, Hashable {
     public var retries = 0
     /// Loads that joined a load of the same URL already in flight.
     public var coalescedLoads = 0
+    /// Stale entries served because revalidating them failed (`usesStaleIfError`).
+    public var staleServedOnError = 0
     /// Loads that ended in an error (each shared load counted once).
     public var failures = 0
 
