@@ -33,7 +33,7 @@ public final class DiskCache: Sendable {
     let entriesDirectory: String
     let temporaryDirectory: String
 
-    private struct State {
+    struct State {
         var metrics = DiskCacheMetrics()
         /// The folder's size as of the last sweep plus this instance's writes
         /// since; nil until the first sweep has measured it.
@@ -44,13 +44,13 @@ public final class DiskCache: Sendable {
         var lastStamp: Int64 = 0
     }
 
-    private let state = LockedState(State(), rank: .cache)
+    let state = LockedState(State(), rank: .cache)
     /// Bounds the bytes of writes in progress (downloads streaming in) to the
     /// size limit, so the folder holds at most twice the limit: entries up to
     /// the limit (after a sweep), plus writes in progress up to the limit.
     let inFlight: ByteBudget
-    private let sweepQueue = DispatchQueue(label: "VipsLoad.DiskCache.sweep", qos: .utility)
-    private let backgroundWork = DispatchGroup()
+    let sweepQueue = DispatchQueue(label: "VipsLoad.DiskCache.sweep", qos: .utility)
+    let backgroundWork = DispatchGroup()
 
     /// Opens (creating when needed) the cache folder and starts a background
     /// sweep that measures it and removes what interrupted writers left.
@@ -80,53 +80,6 @@ public final class DiskCache: Sendable {
 
     /// This instance's counters.
     public var metrics: DiskCacheMetrics { state.withLock { $0.metrics } }
-
-    // MARK: - Reading
-
-    /// The verified entry for `key` and a private link to its bytes, or nil.
-    ///
-    /// Checks the body's length, format magic and checksum (every byte up to
-    /// `fullVerificationLimit`, sampled windows beyond); a failing entry is
-    /// deleted. A hit marks the entry as most recently used.
-    func lookup(_ key: String) -> Hit? {
-        let stem = DiskCacheKeyHash.fileStem(for: key)
-        var missingBody: String?
-        // A concurrent replacement can delete the body between reading the
-        // metadata and linking it; reading the metadata again finds the new one.
-        for _ in 0..<3 {
-            guard let entry = readEntry(stem: stem, removingUnreadable: true), entry.key == key else { break }
-            let bodyPath = entriesDirectory + "/" + entry.bodyFile
-            guard let (path, owned) = linkForReading(bodyPath) else {
-                if missingBody == entry.bodyFile {
-                    // The same metadata twice, its body gone: a broken entry.
-                    removeEntry(stem: stem, ifBody: entry.bodyFile)
-                    break
-                }
-                missingBody = entry.bodyFile
-                continue
-            }
-            // Verify the linked inode itself: what is checked is what is served.
-            if verify(path: path, entry: entry) {
-                touch(stem: stem)
-                state.withLock { $0.metrics.hits += 1 }
-                let data = ImageData(input: .file(path), byteCount: entry.byteCount, removingFileOnRelease: owned)
-                return Hit(entry: entry, data: data)
-            }
-            if owned { unlink(path) }
-            removeEntry(stem: stem, ifBody: entry.bodyFile)
-            state.withLock { $0.metrics.corruptEntriesRemoved += 1 }
-            break
-        }
-        state.withLock { $0.metrics.misses += 1 }
-        return nil
-    }
-
-    /// The stored metadata for `key` without reading or verifying the body.
-    public func entry(for key: String) -> DiskCacheEntry? {
-        guard let entry = readEntry(stem: DiskCacheKeyHash.fileStem(for: key), removingUnreadable: false),
-              entry.key == key else { return nil }
-        return entry
-    }
 
     // MARK: - Writing
 
@@ -184,139 +137,6 @@ public final class DiskCache: Sendable {
         Self.list(entriesDirectory).reduce(0) { $0 + (Self.stat(entriesDirectory + "/" + $1)?.size ?? 0) }
     }
 
-    // MARK: - Sweeping
-
-    /// Deletes leftovers of interrupted writes and, when the entries exceed the
-    /// size limit, the least recently used entries until they take at most 90%
-    /// of it. Returns the entries' size afterwards.
-    ///
-    /// Runs in the background whenever writes push the folder past the limit;
-    /// call it to trim now.
-    @discardableResult
-    public func sweep() -> Int {
-        let now = Date().timeIntervalSince1970
-        let lifetime = configuration.abandonedFileLifetime
-        // What dead processes left (their private folders) goes at once.
-        TemporaryDownloads.sweep(temporaryDirectory)
-        for name in Self.list(temporaryDirectory) {
-            let path = temporaryDirectory + "/" + name
-            if let info = Self.stat(path), now - info.modified >= lifetime { unlink(path) }
-        }
-
-        struct Group {
-            var meta: (modified: Double, size: Int)?
-            var bodies: [(name: String, size: Int, modified: Double)] = []
-        }
-        var groups: [String: Group] = [:]
-        for name in Self.list(entriesDirectory) {
-            guard let dot = name.firstIndex(of: "."), let info = Self.stat(entriesDirectory + "/" + name) else { continue }
-            let stem = String(name[..<dot])
-            if name.hasSuffix(".meta") {
-                groups[stem, default: Group()].meta = (info.modified, info.size)
-            } else if name.hasSuffix(".body") {
-                groups[stem, default: Group()].bodies.append((name, info.size, info.modified))
-            }
-        }
-
-        var total = 0
-        var evictable: [(stem: String, modified: Double, size: Int, bodies: [String])] = []
-        for (stem, group) in groups {
-            guard let meta = group.meta else {
-                // Bodies without metadata: a writer died between its two renames,
-                // or is between them right now (hence the age check).
-                for body in group.bodies {
-                    if now - body.modified >= lifetime { unlink(entriesDirectory + "/" + body.name) } else { total += body.size }
-                }
-                continue
-            }
-            if group.bodies.isEmpty {
-                // Metadata whose body is gone can never be served. A young one may
-                // belong to a body renamed in while this folder was being listed.
-                if now - meta.modified >= lifetime { removeEntry(stem: stem, ifBody: nil) }
-                continue
-            }
-            var size = meta.size
-            var kept: [String] = []
-            if group.bodies.count == 1 {
-                size += group.bodies[0].size
-                kept = [group.bodies[0].name]
-            } else {
-                // Several bodies: the one the metadata names, plus bodies
-                // replaced (or written by a writer that died) earlier.
-                let current = readEntry(stem: stem, removingUnreadable: false)?.bodyFile
-                for body in group.bodies {
-                    if body.name != current, now - body.modified >= lifetime {
-                        unlink(entriesDirectory + "/" + body.name)
-                    } else {
-                        size += body.size
-                        kept.append(body.name)
-                    }
-                }
-            }
-            total += size
-            evictable.append((stem, meta.modified, size, kept))
-        }
-
-        var evicted = 0
-        if total > configuration.sizeLimit {
-            let target = configuration.sizeLimit / 10 * 9
-            for candidate in evictable.sorted(by: { $0.modified < $1.modified }) where total > target {
-                unlink(entriesDirectory + "/" + candidate.stem + ".meta")
-                for body in candidate.bodies { unlink(entriesDirectory + "/" + body) }
-                total -= candidate.size
-                evicted += 1
-            }
-        }
-        state.withLock {
-            $0.estimatedSize = total
-            $0.metrics.evictions += evicted
-            $0.metrics.sweeps += 1
-        }
-        return total
-    }
-
-    /// Blocks until background sweeps started so far have finished.
-    public func waitForBackgroundSweeps() {
-        backgroundWork.wait()
-    }
-
-    private func scheduleSweep() {
-        let start = state.withLock { state -> Bool in
-            if state.sweeping {
-                state.sweepAgain = true
-                return false
-            }
-            state.sweeping = true
-            return true
-        }
-        guard start else { return }
-        backgroundWork.enter()
-        sweepQueue.async { [self] in
-            repeat {
-                sweep()
-            } while state.withLock { state -> Bool in
-                if state.sweepAgain {
-                    state.sweepAgain = false
-                    return true
-                }
-                state.sweeping = false
-                return false
-            }
-            backgroundWork.leave()
-        }
-    }
-
-    /// Counts a committed write and starts a sweep when the folder may be past its limit.
-    private func noteWrite(bytes: Int) {
-        let needsSweep = state.withLock { state -> Bool in
-            state.metrics.writes += 1
-            guard let estimate = state.estimatedSize else { return true }
-            state.estimatedSize = estimate + bytes
-            return estimate + bytes > configuration.sizeLimit
-        }
-        if needsSweep { scheduleSweep() }
-    }
-
     // MARK: - Internals shared with the writer and the HTTP loader
 
     /// This process's own folder inside `tmp/` (see `TemporaryDownloads`):
@@ -353,7 +173,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Creates the entries and temporary folders when one is missing; true when it did.
-    private func recreateFoldersIfMissing() -> Bool {
+    func recreateFoldersIfMissing() -> Bool {
         var recreated = false
         for directory in [entriesDirectory, temporaryDirectory] where !FileManager.default.fileExists(atPath: directory) {
             guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil else {
@@ -395,7 +215,7 @@ public final class DiskCache: Sendable {
         try commit(file, key: key, http: http, openForReading: true, keepingBytes: true)
     }
 
-    private func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+    func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
                         openForReading: Bool, keepingBytes: Bool) throws(VipsError) -> CommitOutcome {
         let summary = try file.finish()
         guard summary.byteCount > 0 else {
@@ -470,10 +290,10 @@ public final class DiskCache: Sendable {
 
     // MARK: - Files
 
-    private func metadataPath(_ stem: String) -> String { entriesDirectory + "/" + stem + ".meta" }
+    func metadataPath(_ stem: String) -> String { entriesDirectory + "/" + stem + ".meta" }
 
     /// Reads an entry's metadata; nil when absent or unreadable (then deleted when asked).
-    private func readEntry(stem: String, removingUnreadable: Bool) -> DiskCacheEntry? {
+    func readEntry(stem: String, removingUnreadable: Bool) -> DiskCacheEntry? {
         let path = metadataPath(stem)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         guard let entry = try? JSONDecoder().decode(DiskCacheEntry.self, from: data),
@@ -485,7 +305,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Writes metadata through a temporary file and a rename, stamped as just used.
-    private func writeMetadata(_ entry: DiskCacheEntry, stem: String) throws(VipsError) {
+    func writeMetadata(_ entry: DiskCacheEntry, stem: String) throws(VipsError) {
         let encoded: Data
         do {
             encoded = try JSONEncoder().encode(entry)
@@ -503,35 +323,9 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// A private hard link to `bodyPath` in the temporary folder, or the body
-    /// itself where the file system has no hard links; nil when the body is gone.
-    private func linkForReading(_ bodyPath: String) -> (path: String, owned: Bool)? {
-        let linkPath = privateTemporaryDirectory + "/r-" + StreamingFileWriter.randomName()
-        if link(bodyPath, linkPath) == 0 { return (linkPath, true) }
-        // ENOENT is the body gone, or the temporary folder (then the body is read in place).
-        if errno == ENOENT, access(bodyPath, F_OK) != 0 { return nil }
-        return access(bodyPath, R_OK) == 0 ? (bodyPath, false) : nil
-    }
-
-    /// Checks length, format magic and checksum of the file at `path` against `entry`.
-    private func verify(path: String, entry: DiskCacheEntry) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var info = Glibc.stat()
-        guard fstat(fd, &info) == 0, Int(info.st_size) == entry.byteCount, entry.byteCount > 0 else { return false }
-        var prefix = [UInt8](repeating: 0, count: 32)
-        let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 32, 0) }
-        guard count > 0, ImageFormat.sniff(prefix.prefix(count)) != nil else { return false }
-        if entry.byteCount <= configuration.fullVerificationLimit {
-            return ContentChecksum.ofFile(fd, size: entry.byteCount) == entry.checksum
-        }
-        return ContentChecksum.sampledOfFile(fd, size: entry.byteCount) == entry.sampledChecksum
-    }
-
     /// Deletes an entry's metadata (only while it still names `body`, when
     /// given) and the body, so a newer entry written meanwhile survives.
-    private func removeEntry(stem: String, ifBody body: String?) {
+    func removeEntry(stem: String, ifBody body: String?) {
         if let body {
             let current = readEntry(stem: stem, removingUnreadable: false)?.bodyFile
             if current == nil || current == body { unlink(metadataPath(stem)) }
@@ -542,13 +336,13 @@ public final class DiskCache: Sendable {
     }
 
     /// Marks the entry as just used (its metadata's modification time).
-    private func touch(stem: String) {
+    func touch(stem: String) {
         stamp(metadataPath(stem))
     }
 
     /// Sets `path`'s times to a fine-grained, strictly increasing stamp: the
     /// kernel's own timestamps tick too coarsely to order quick successive uses.
-    private func stamp(_ path: String) {
+    func stamp(_ path: String) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let nanoseconds = state.withLock { state -> Int64 in
@@ -561,11 +355,11 @@ public final class DiskCache: Sendable {
         utimensat(AT_FDCWD, path, &times, 0)
     }
 
-    private static func list(_ directory: String) -> [String] {
+    static func list(_ directory: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     }
 
-    private static func stat(_ path: String) -> (size: Int, modified: Double)? {
+    static func stat(_ path: String) -> (size: Int, modified: Double)? {
         var info = Glibc.stat()
         guard lstat(path, &info) == 0 else { return nil }
         return (Int(info.st_size), Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
