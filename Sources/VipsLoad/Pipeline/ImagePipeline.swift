@@ -19,6 +19,8 @@ public final class ImagePipeline: Sendable {
     /// The configuration the pipeline was made with.
     public let configuration: Configuration
     let graph: JobGraph
+    /// Watches memory pressure for this pipeline (`Configuration.monitorsMemoryPressure`); its thread ends with the pipeline.
+    let memoryPressureMonitor: MemoryPressureMonitor?
 
     /// A pipeline with the default configuration, for apps that need one.
     public static let shared = ImagePipeline()
@@ -28,6 +30,10 @@ public final class ImagePipeline: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         graph = JobGraph(configuration: configuration)
+        // Memory pressure (ImagePipeline+MemoryPressure.swift): the monitor reaches this pipeline weakly.
+        let pressureTarget = MemoryPressureTarget()
+        memoryPressureMonitor = Self.makeMemoryPressureMonitor(configuration, target: pressureTarget)
+        pressureTarget.pipeline = self
     }
 
     /// The decoded bitmap for `request`.
