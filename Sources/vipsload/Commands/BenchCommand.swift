@@ -87,7 +87,7 @@ enum BenchCommand {
         if !json {
             let summary = classes.map { "\($0.name) \($0.files.count)" }.joined(separator: ", ")
             Terminal.out("vipsload bench: \(summary); size \(settings.size), concurrency \(settings.concurrency), "
-                         + "\(SystemResources.current.usableCPUs) usable CPUs of \(SystemResources.current.onlineCPUs), libvips \(VipsRuntime.libraryVersion)")
+                         + "CPUs usable \(SystemResources.current.usableCPUs) of \(SystemResources.current.onlineCPUs), libvips \(VipsRuntime.libraryVersion)")
         }
         await BenchmarkSuite.run(classes, settings: settings, progress: { Terminal.progress($0) }) { report in
             Terminal.endProgress()
