@@ -16,7 +16,8 @@ public struct BenchmarkSettings: Sendable {
     /// Thumbnail box side in pixels. Default 256.
     public var size: Int
     /// Decodes at once (the pipeline's decode concurrency, and the number of
-    /// closed-loop workers). Default: the number of cores.
+    /// closed-loop workers). Default: the CPUs this process can use
+    /// (`SystemResources.current.usableCPUs`: affinity and cgroup quota).
     public var concurrency: Int
     /// Repeats of each timed measurement; medians are reported. Default 3.
     public var repeats: Int
@@ -39,7 +40,7 @@ public struct BenchmarkSettings: Sendable {
     /// Requests in the `soak` scenario. Default 100,000.
     public var soakRequests: Int
 
-    public init(size: Int = 256, concurrency: Int = ProcessInfo.processInfo.activeProcessorCount, repeats: Int = 3,
+    public init(size: Int = 256, concurrency: Int = SystemResources.current.usableCPUs, repeats: Int = 3,
                 scenarios: [Scenario] = Scenario.standard, compare: Bool = false, scaleSteps: [Int] = [1, 4, 16],
                 scrollRowsPerSecond: Double = 120, scrollRows: Int = 240, scrollSlots: Int = 12,
                 coalesceRequests: Int = 500, warmHits: Int = 2_000_000, soakRequests: Int = 100_000) {

@@ -8,9 +8,14 @@ import Foundation
 /// image would otherwise flush everything else). Every operation is O(1) and
 /// thread-safe; one cache can be shared by several pipelines.
 public final class MemoryCache: Sendable {
-    /// The default cost limit: 20% of physical memory, at most 512 MiB.
-    public static var defaultCostLimit: Int {
-        Int(min(ProcessInfo.processInfo.physicalMemory / 5, 512 << 20))
+    /// The default cost limit: 20% of the memory limit, at most 512 MiB
+    /// (`defaultCostLimit(for: .current)`). The limit is the container's
+    /// (cgroup) where there is one, else physical memory.
+    public static var defaultCostLimit: Int { defaultCostLimit(for: .current) }
+
+    /// 20% of `resources.memoryLimit`, at most 512 MiB: a pod limited to 256 MiB gets 51 MiB.
+    public static func defaultCostLimit(for resources: SystemResources) -> Int {
+        min(resources.memoryLimit / 5, 512 << 20)
     }
 
     /// Entries costing more than this fraction of `costLimit` are not cached.

@@ -4,7 +4,9 @@ extension ImagePipeline {
     /// How a pipeline loads, decodes and caches. Every property documents its default.
     public struct Configuration: Sendable {
         /// Decodes (and in-memory downscales) running at once, each on a
-        /// dedicated thread. Default: the number of active processor cores.
+        /// dedicated thread. Default: the CPUs this process can use
+        /// (`SystemResources.current.usableCPUs`: its affinity, capped by a
+        /// cgroup CPU quota), not the host's core count.
         public var decodeConcurrency: Int
         /// Calls to a custom `dataLoader` running at once, highest priority
         /// first. Default 6 (what a browser opens per host). With the default
@@ -20,7 +22,7 @@ extension ImagePipeline {
         /// still applies to its remote sources.
         public var dataLoader: (any ImageDataLoading)?
         /// Decoded bitmaps kept in memory; nil for none. Default `MemoryCache()`
-        /// (20% of physical memory, at most 512 MiB).
+        /// (20% of the memory limit, at most 512 MiB: `MemoryCache.defaultCostLimit`).
         public var memoryCache: MemoryCache?
         /// How the default data loader downloads `http(s)` URLs: timeouts,
         /// concurrent downloads, largest body, retries, disk-cache policy
@@ -53,12 +55,21 @@ extension ImagePipeline {
         /// source already in the memory cache instead of decoding again.
         /// Default true.
         public var resizesFromLargerCachedImages: Bool
+        /// Watch the kernel's memory pressure and call `handleMemoryPressure`
+        /// on it (a warning halves the memory cache, critical empties it).
+        /// Default: true where the kernel publishes memory pressure
+        /// (`SystemResources.current.memoryPressureFile`, PSI), else false.
+        /// The pipeline then owns one idle thread, blocked in `poll()` on
+        /// PSI triggers, or sampling usage against the memory limit once a
+        /// second where triggers are refused; it ends with the pipeline. No
+        /// monitor runs for a pipeline without a memory cache.
+        public var monitorsMemoryPressure: Bool = SystemResources.current.memoryPressureFile != nil
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
         ///
         /// - Parameter diskCache: the `dataCache`, when it is a `DiskCache`.
-        public init(decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+        public init(decodeConcurrency: Int = SystemResources.current.usableCPUs,
                     dataLoadingConcurrency: Int = 6,
                     dataLoader: (any ImageDataLoading)? = nil,
                     memoryCache: MemoryCache? = MemoryCache(),

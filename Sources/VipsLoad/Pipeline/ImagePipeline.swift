@@ -25,6 +25,8 @@ public final class ImagePipeline: Sendable {
     /// The configuration the pipeline was made with.
     public let configuration: Configuration
     let engine: PipelineEngine
+    /// Watches memory pressure for this pipeline (`Configuration.monitorsMemoryPressure`); its thread ends with the pipeline.
+    let memoryPressureMonitor: MemoryPressureMonitor?
 
     /// A pipeline with the default configuration, for apps that need one.
     public static let shared = ImagePipeline()
@@ -34,6 +36,10 @@ public final class ImagePipeline: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         engine = PipelineEngine(configuration: configuration)
+        // Memory pressure (ImagePipeline+MemoryPressure.swift): the monitor reaches this pipeline weakly.
+        let pressureTarget = MemoryPressureTarget()
+        memoryPressureMonitor = Self.makeMemoryPressureMonitor(configuration, target: pressureTarget)
+        pressureTarget.pipeline = self
     }
 
     /// The decoded bitmap for `request`.

@@ -28,7 +28,7 @@ enum BenchCommand {
                        leaked tasks (0); memory cache within its limit
 
           --size N           thumbnail box in pixels (default 256)
-          --concurrency N    decodes at once (default: the number of cores)
+          --concurrency N    decodes at once (default: the usable CPUs)
           --repeat R         repeats of each timed measurement, medians reported (default 3)
           --scenario NAME    run only this scenario (or a comma-separated list)
           --soak-requests N  requests in the soak scenario (default 100000)
@@ -87,7 +87,7 @@ enum BenchCommand {
         if !json {
             let summary = classes.map { "\($0.name) \($0.files.count)" }.joined(separator: ", ")
             Terminal.out("vipsload bench: \(summary); size \(settings.size), concurrency \(settings.concurrency), "
-                         + "\(ProcessInfo.processInfo.activeProcessorCount) cores, libvips \(VipsRuntime.libraryVersion)")
+                         + "CPUs usable \(SystemResources.current.usableCPUs) of \(SystemResources.current.onlineCPUs), libvips \(VipsRuntime.libraryVersion)")
         }
         await BenchmarkSuite.run(classes, settings: settings, progress: { Terminal.progress($0) }) { report in
             Terminal.endProgress()

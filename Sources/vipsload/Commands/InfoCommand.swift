@@ -1,25 +1,34 @@
 import VipsBench
 import VipsCore
+import VipsLoad
 
 /// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
 enum InfoCommand {
     static let usage = """
         usage: vipsload info [--json] [--strict] [--max-pixels N] [--allow LIST] INPUT...
+               vipsload info --system [--json]
 
         Prints each image's size (after EXIF orientation), format, bands, alpha,
         orientation and page count without decoding pixels. Folders are searched
         recursively for images.
 
           --json             one JSON object per line
+          --system           the CPUs and memory this process may use (affinity,
+                             cgroup CPU quota and memory limit, memory pressure),
+                             where each was read, and the defaults derived from them
         \(DecoderFlags.help)
 
         Exit status: 0 when every input was read, 1 when any failed, 2 on usage errors.
         """
 
     static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
-        let parser = ArgumentParser(valueOptions: DecoderFlags.valueOptions, flagOptions: DecoderFlags.flagOptions.union(["json"]))
+        let parser = ArgumentParser(valueOptions: DecoderFlags.valueOptions, flagOptions: DecoderFlags.flagOptions.union(["json", "system"]))
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
+        if parsed.flag("system") {
+            Terminal.out(SystemReport.text(json: parsed.flag("json")))
+            if parsed.positional.isEmpty { return 0 }
+        }
         guard !parsed.positional.isEmpty else { throw ArgumentParser.UsageError(description: "no INPUT given") }
         let decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
         let json = parsed.flag("json")

@@ -28,7 +28,7 @@ enum ThumbCommand {
           --out DIR          output folder (default ./thumbnails)
           --format F         jpeg, png or webp (default jpeg)
           --quality Q        JPEG/WebP quality 1-100 (default 80)
-          --jobs N           images processed at once (default: the number of cores)
+          --jobs N           images processed at once (default: the usable CPUs)
           --input-list FILE  also read inputs from FILE ('-' for standard input), one
                              per line; blank lines and lines starting with # are skipped
           --cache-dir DIR    keep downloaded images in a disk cache in DIR (created when
@@ -68,7 +68,7 @@ enum ThumbCommand {
         }
         let size = try parsed.int("size", default: 256, in: 1...65_500)
         let quality = try parsed.int("quality", default: 80, in: 1...100)
-        let jobs = try parsed.int("jobs", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
+        let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
         let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
         if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
             throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")

@@ -19,6 +19,7 @@ final class ChildProcessRoleTests: XCTestCase {
         case "cache-churn": try Self.cacheChurn(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
         case "rss-thumbnail": try await Self.thumbnailOverHTTP(environment)
         case "rss-in-memory": try await Self.thumbnailFromMemory(environment)
+        case "usable-cpu-decodes": try await Self.decodesOnUsableCPUs(environment)  // UsableCPUTests.swift
         default: XCTFail("unknown child role \(role)")
         }
     }

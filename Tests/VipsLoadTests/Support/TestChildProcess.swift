@@ -23,10 +23,19 @@ final class TestChildProcess: Sendable {
 
     private let output = LockedState(Output())
 
-    init(role: String, environment: [String: String]) throws {
+    /// - Parameter launcher: a command that runs the child (for example
+    ///   `["/usr/bin/taskset", "-c", "0"]`), or none.
+    init(role: String, environment: [String: String], launcher: [String] = []) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["VipsLoadTests.ChildProcessRoleTests/testChildRole"]
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let arguments = ["VipsLoadTests.ChildProcessRoleTests/testChildRole"]
+        if let command = launcher.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env[Self.roleVariable] = role
         for (name, value) in environment { env[name] = value }
