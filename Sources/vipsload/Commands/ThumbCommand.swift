@@ -6,11 +6,9 @@ import VipsLoad
 
 /// `vipsload thumb`: a thumbnail of every input, written to a folder, in parallel.
 ///
-/// Local files are decoded straight by `ImageDecoder` on
-/// `DispatchQueue.concurrentPerform` threads (nothing to coalesce or cache,
-/// and the fastest path measured); `http(s)` URLs go through an
-/// `ImagePipeline`, which downloads them (through the disk cache with
-/// `--cache-dir`) while the files are being decoded.
+/// Every input, local file or `http(s)` URL, goes through one `ImagePipeline`
+/// (see `ThumbEngine`): no memory cache (each image is needed once),
+/// `--jobs` decodes at once, downloads through the disk cache with `--cache-dir`.
 enum ThumbCommand {
     static let usage = """
         usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
@@ -103,20 +101,29 @@ enum ThumbCommand {
 
         let progress = Progress(total: jobsList.count)
         let start = DispatchTime.now()
-        var files: [Job] = []
-        var downloads: [(Job, URL)] = []
+        var accepted: [Job] = []
+        var sources: [ImageSource] = []
         for job in jobsList {
             switch job.item.location {
-            case .file: files.append(job)
-            case .url(let url): downloads.append((job, url))
+            case .file(let path): accepted.append(job); sources.append(.file(path))
+            case .url(let url): accepted.append(job); sources.append(.url(url))
             case .invalidURL: progress.report(failure: "vipsload thumb: \(job.item.input): \(VipsError.Kind.invalidArgument): not a valid URL")
             }
         }
-        // Downloads (and their results) proceed while the files are decoded.
         let cache = parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) }
-        async let downloaded: Void = thumbnailURLs(downloads, settings, cache: cache, progress)
-        await thumbnailFiles(files, settings, progress)
-        await downloaded
+        let engine = ThumbEngine(pipeline: makePipeline(settings, cache: cache), size: .maxPixelSize(settings.size),
+                                 window: settings.jobs * 2 + 8)
+        let runJobs = accepted
+        await engine.run(sources) { index, result in
+            let job = runJobs[index]
+            do throws(VipsError) {
+                let bitmap = try result.get()
+                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
+                progress.finished(failed: false)
+            } catch {
+                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
+            }
+        }
         Terminal.endProgress()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let (done, failed) = progress.counts
@@ -125,60 +132,7 @@ enum ThumbCommand {
         return failed > 0 ? 1 : 0
     }
 
-    /// Decodes, encodes and writes every file on `settings.jobs` threads; returns when all are done.
-    private static func thumbnailFiles(_ files: [Job], _ settings: Settings, _ progress: Progress) async {
-        guard !files.isEmpty else { return }
-        let decoder = ImageDecoder(options: settings.decodeOptions)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // A GCD thread, not the Swift concurrency pool: concurrentPerform blocks until the last file.
-            DispatchQueue.global().async {
-                let next = Atomic<Int>(0)
-                DispatchQueue.concurrentPerform(iterations: min(settings.jobs, files.count)) { _ in
-                    while true {
-                        let index = next.add(1, ordering: .relaxed).oldValue
-                        guard index < files.count else { return }
-                        let job = files[index]
-                        guard case .file(let path) = job.item.location else { continue }
-                        do throws(VipsError) {
-                            let bitmap = try decoder.decode(.file(path), size: .maxPixelSize(settings.size))
-                            let data = try ImageEncoder().encode(bitmap, as: settings.format)
-                            try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
-                            progress.finished(failed: false)
-                        } catch {
-                            progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
-                        }
-                    }
-                }
-                continuation.resume()
-            }
-        }
-    }
-
-    /// Downloads and decodes every URL through a pipeline, and encodes and
-    /// writes each thumbnail as its bitmap arrives; returns when all are done.
-    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cache: (folder: String, sizeLimit: Int)?,
-                                      _ progress: Progress) async {
-        guard !downloads.isEmpty else { return }
-        let pipeline = makePipeline(settings, cache: cache)
-        let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
-        for await result in pipeline.images(for: requests) {
-            let job = downloads[result.index].0
-            do throws(VipsError) {
-                let bitmap: Bitmap
-                switch result.result {
-                case .success(let decoded): bitmap = decoded
-                case .failure(let error as VipsError): throw error
-                case .failure(let error): throw VipsError(.internal, "\(error)")
-                }
-                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
-                progress.finished(failed: false)
-            } catch {
-                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
-            }
-        }
-    }
-
-    /// The pipeline for URL inputs: no memory cache (each image is needed
+    /// The pipeline for every input: no memory cache (each image is needed
     /// once), the disk cache in `cache.folder` when given and usable.
     private static func makePipeline(_ settings: Settings, cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
