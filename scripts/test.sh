@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
-scripts/setup.sh
+# GNU parallel: the shard test runs four shards with it, as docs/scale-out.md does (else background processes).
+scripts/setup.sh parallel
 # Warnings are errors. SwiftPM's own note that it drops the -pthread flag from
 # libvips' pkg-config output is not a compiler warning and is filtered out.
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; }

@@ -25,10 +25,11 @@ struct ThumbEngine: Sendable {
     }
 
     /// Loads each source in `sources`, in order of submission, and calls
-    /// `finish(index, result)` on the encode queue for each; returns when every
-    /// `finish` has returned.
+    /// `finish(index, result, started)` on the encode queue for each (`started`:
+    /// when the request was made, in `DispatchTime` nanoseconds); returns when
+    /// every `finish` has returned.
     func run(_ sources: [ImageSource],
-             finish: @escaping @Sendable (Int, Result<Bitmap, VipsError>) -> Void) async {
+             finish: @escaping @Sendable (Int, Result<Bitmap, VipsError>, UInt64) -> Void) async {
         guard !sources.isEmpty else { return }
         await withTaskGroup(of: Void.self) { group in
             var next = 0
@@ -37,6 +38,7 @@ struct ThumbEngine: Sendable {
                 next += 1
                 let request = ImageRequest(source: sources[index], size: size, options: .disableMemoryCache)
                 group.addTask {
+                    let started = DispatchTime.now().uptimeNanoseconds
                     let result: Result<Bitmap, VipsError>
                     do {
                         result = .success(try await pipeline.image(for: request))
@@ -49,7 +51,7 @@ struct ThumbEngine: Sendable {
                     }
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         encodeQueue.async {
-                            finish(index, result)
+                            finish(index, result, started)
                             continuation.resume()
                         }
                     }
