@@ -52,6 +52,11 @@ final class ThumbCommandTests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let written = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { !$0.hasPrefix(".vipsload") }.sorted()
         XCTAssertEqual(written, ["linked.jpg"], "the linked file once; no loop, no followed folder, no dangling link")
+
+        // A folder argument that is itself a symlink is walked (it found nothing before).
+        let linkedFolder = try CLIHarness.run(["thumb", "--size", "64", "--out", out.path, input.appendingPathComponent("store").path])
+        XCTAssertEqual(linkedFolder.status, 0, linkedFolder.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out.appendingPathComponent("photo.jpg").path), linkedFolder.stderr)
     }
 
 }

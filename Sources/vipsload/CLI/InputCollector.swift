@@ -124,9 +124,11 @@ struct InputCollector {
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    /// Relative paths of the image files below `root`, sorted. Symlinks to
+    /// Relative paths of the image files below a folder, sorted. Symlinks to
     /// files are read; symlinked folders are not followed (no loops).
-    private static func filesBelow(_ root: URL) -> [String] {
+    /// A folder argument that is itself a symlink is walked at its target.
+    private static func filesBelow(_ named: URL) -> [String] {
+        let root = named.resolvingSymlinksInPath()
         guard let enumerator = FileManager.default.enumerator(
             at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
             options: [.skipsHiddenFiles]) else { return [] }
