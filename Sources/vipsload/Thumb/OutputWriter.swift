@@ -10,6 +10,10 @@ import VipsCore
 /// run removes those of processes of this host that are gone (so a `kill -9`
 /// leaves nothing after the rerun), and those of any host older than a day.
 /// Several processes (shards) may share one output folder.
+///
+/// A clean shutdown on SIGINT/SIGTERM should call `removeAllTemporaryFiles()`
+/// before it exits, so that a write cut short leaves nothing behind even
+/// before the next run's sweep.
 final class OutputWriter: Sendable {
     /// The name of the folder holding temporary files inside the output folder.
     static let temporaryFolderName = ".vipsload-tmp"
@@ -30,6 +34,22 @@ final class OutputWriter: Sendable {
             throw VipsError(.io, "cannot create \(folder.path): \(error.localizedDescription)")
         }
         sweep()
+        let entry = (temporaryFolder.path, prefix)
+        Self.live.withLock { $0.append(entry) }
+    }
+
+    /// The temporary folders and file-name prefixes of this process's writers.
+    private static let live = LockedState<[(folder: String, prefix: String)]>([])
+
+    /// Removes the temporary files of every writer of this process (for a
+    /// shutdown that cannot wait for the writes in flight).
+    static func removeAllTemporaryFiles() {
+        for (folder, prefix) in live.withLock({ $0 }) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
+                unlink(folder + "/" + name)
+            }
+            rmdir(folder)
+        }
     }
 
     /// Writes `data` to `relativePath` inside the folder, atomically; returns the final file's status.
