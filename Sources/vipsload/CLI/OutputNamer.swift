@@ -16,10 +16,12 @@ struct OutputNamer: Sendable {
     static let defaultTemplate = "%d/%s"
 
     static let placeholderHelp = """
-          %s  the input's name without its extension      %e  the input's extension
-          %d  sub-folders below the folder argument       %p  the input's parent folder
-          %P  all the input's parent folders (a URL's host and path)
-          %h  8 hex digits of a stable hash of the input as named     %%  a percent sign
+                                  %s  the input's name without its extension ('stdin' for -)
+                                  %e  the input's extension    %p  its parent folder
+                                  %d  sub-folders below the folder argument
+                                  %P  all its parent folders (a URL's host and path)
+                                  %h  8 hex digits of a stable hash of the input as named
+                                  %%  a percent sign
         """
 
     private enum Part: Hashable {

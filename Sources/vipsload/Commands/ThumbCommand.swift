@@ -47,7 +47,8 @@ enum ThumbCommand {
                                 backoff, honouring Retry-After up to 30 s
           -F, --force           make every thumbnail again, even when up to date
                                 (by default an output newer than its source and made
-                                with the same options is skipped)
+                                with the same options is skipped; a URL's output is
+                                kept until --force)
               --shard K/N       process only shard K of N (1 ≤ K ≤ N), chosen per input
                                 by a stable hash of its path or URL; by default read from
                                 JOB_COMPLETION_INDEX (Kubernetes), SLURM_ARRAY_TASK_ID
