@@ -137,6 +137,20 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertTrue(forced.stderr.contains("3 written, 0 skipped"), forced.stderr)
     }
 
+    func testAnOutputFolderInsideTheInputFolderIsNotTakenAsInput() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let library = dir.appendingPathComponent("library")
+        try write(200, 100, seed: 50, .jpeg(), to: library.appendingPathComponent("a.jpg"))
+        try write(100, 200, seed: 51, .png(), to: library.appendingPathComponent("b/c.png"))
+        let out = library.appendingPathComponent("thumbs")
+        for run in 1...2 {
+            let result = try CLIHarness.run(["thumb", "-s", "50", "-o", out.path, library.path])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertTrue(result.stderr.contains(run == 1 ? "2 written, 0 skipped" : "0 written, 2 skipped"), result.stderr)
+        }
+        XCTAssertEqual(outputs(out), ["a.jpg", "b/c.jpg"], "no thumbnails of thumbnails")
+    }
+
     func testSIGKILLLeavesNoPartialOutputAndTheRerunCompletesWithNoTemporaryFile() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         let input = dir.appendingPathComponent("in")

@@ -41,7 +41,11 @@ struct InputCollector {
         case invalidURL
     }
 
-    static func collect(_ arguments: [String], recognisingURLs: Bool = false) -> [Item] {
+    /// The items of `arguments`. Folders are walked without entering
+    /// `skipping` (the output folder, so that a rerun over a folder holding its
+    /// own thumbnails does not thumbnail them).
+    static func collect(_ arguments: [String], recognisingURLs: Bool = false, skipping: URL? = nil) -> [Item] {
+        let skipped = skipping.map { $0.resolvingSymlinksInPath().standardizedFileURL.path }
         var items: [Item] = []
         let fileManager = FileManager.default
         for argument in arguments {
@@ -63,7 +67,7 @@ struct InputCollector {
                 let root = URL(fileURLWithPath: path).standardizedFileURL
                 var named = path
                 while named.count > 1, named.hasSuffix("/") { named.removeLast() }
-                for relative in filesBelow(root) {
+                for relative in filesBelow(root, skipping: skipped) {
                     let found = root.appendingPathComponent(relative).path
                     let key = named == "/" ? "/" + relative : named + "/" + relative
                     items.append(Item(input: found, location: .file(found), key: key, stem: stem(of: relative),
@@ -127,15 +131,19 @@ struct InputCollector {
     /// Relative paths of the image files below a folder, sorted. Symlinks to
     /// files are read; symlinked folders are not followed (no loops).
     /// A folder argument that is itself a symlink is walked at its target.
-    private static func filesBelow(_ named: URL) -> [String] {
+    private static func filesBelow(_ named: URL, skipping skipped: String?) -> [String] {
         let root = named.resolvingSymlinksInPath()
         guard let enumerator = FileManager.default.enumerator(
-            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
+            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey],
             options: [.skipsHiddenFiles]) else { return [] }
         var found: [String] = []
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
-            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey]) else { continue }
+            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey]) else { continue }
+            if kind.isDirectory == true, kind.isSymbolicLink != true {
+                if let skipped, url.standardizedFileURL.path == skipped { enumerator.skipDescendants() }
+                continue
+            }
             if kind.isSymbolicLink == true {
                 var target = stat()
                 guard stat(url.path, &target) == 0, (target.st_mode & S_IFMT) == S_IFREG else { continue }

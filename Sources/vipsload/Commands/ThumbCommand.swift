@@ -160,7 +160,8 @@ enum ThumbCommand {
             }
         }
         var seen: Set<String> = []
-        let items = InputCollector.collect(inputs, recognisingURLs: true).filter { seen.insert($0.key).inserted }
+        let items = InputCollector.collect(inputs, recognisingURLs: true, skipping: settings.outputFolder)
+            .filter { seen.insert($0.key).inserted }
         if items.contains(where: { if case .standardInput = $0.location { return true } else { return false } }), items.count > 1 {
             throw ArgumentParser.UsageError(description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
         }
