@@ -194,43 +194,8 @@ enum ThumbCommand {
             journal = nil
         }
 
-        var runJobs: [Job] = []
-        for item in selected {
-            let output = toStandardOutput ? "-" : namer.name(for: item)
-            if let clash = clashing[item.key] {
-                let others = clash.items.filter { $0.key != item.key }.map(\.input).joined(separator: ", ")
-                reporter.failed(item.input, kind: "nameClash", message: "\(clash.output) is also the name of \(others); neither is written")
-                continue
-            }
-            let source: ImageSource
-            var identity: String
-            var sourceModified: Int64?
-            switch item.location {
-            case .invalidURL:
-                reporter.failed(item.input, kind: VipsError.Kind.invalidArgument.rawValue, message: "not a valid URL")
-                continue
-            case .standardInput:
-                source = .data(FileHandle.standardInput.readDataToEndOfFile(), identifier: "stdin")
-                identity = ""
-            case .url(let url):
-                source = .url(url)
-                identity = "url:" + StableHash.hex(url.absoluteString, digits: 16)
-            case .file(let path):
-                source = .file(path)
-                identity = "file:" + StableHash.hex(URL(fileURLWithPath: path).standardizedFileURL.path, digits: 16)
-                var info = stat()
-                if stat(path, &info) == 0 {
-                    sourceModified = ThumbJournal.nanoseconds(info.st_mtim)
-                    identity += ":\(info.st_size):\(sourceModified ?? 0)"
-                }
-            }
-            if !parsed.flag("force"), !identity.isEmpty, let journal, let folder = settings.outputFolder,
-               journal.isUpToDate(output: output, in: folder, options: fingerprint, input: identity, sourceModified: sourceModified) {
-                reporter.skipped(item.input, output: output, reason: "up to date")
-                continue
-            }
-            runJobs.append(Job(item: item, output: output, identity: identity, source: source))
-        }
+        let runJobs = plan(selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
+                           force: parsed.flag("force"), reporter: reporter)
 
         let pipeline = makePipeline(settings, retries: retries,
                                     cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
@@ -269,6 +234,50 @@ enum ThumbCommand {
         }
         reporter.finish(retries: pipeline.metrics.retries, shard: shard)
         return reporter.counts.failed > 0 ? 1 : 0
+    }
+
+    /// The jobs to run for `selected`: clashing and invalid inputs are reported
+    /// as failed, up-to-date outputs as skipped (unless `force`).
+    private static func plan(_ selected: [InputCollector.Item], namer: OutputNamer, clashing: [String: OutputNamer.Clash],
+                             settings: Settings, journal: ThumbJournal?, force: Bool, reporter: ThumbReporter) -> [Job] {
+        var runJobs: [Job] = []
+        for item in selected {
+            let output = settings.outputFolder == nil ? "-" : namer.name(for: item)
+            if let clash = clashing[item.key] {
+                let others = clash.items.filter { $0.key != item.key }.map(\.input).joined(separator: ", ")
+                reporter.failed(item.input, kind: "nameClash", message: "\(clash.output) is also the name of \(others); neither is written")
+                continue
+            }
+            let source: ImageSource
+            var identity: String
+            var sourceModified: Int64?
+            switch item.location {
+            case .invalidURL:
+                reporter.failed(item.input, kind: VipsError.Kind.invalidArgument.rawValue, message: "not a valid URL")
+                continue
+            case .standardInput:
+                source = .data(FileHandle.standardInput.readDataToEndOfFile(), identifier: "stdin")
+                identity = ""
+            case .url(let url):
+                source = .url(url)
+                identity = "url:" + StableHash.hex(url.absoluteString, digits: 16)
+            case .file(let path):
+                source = .file(path)
+                identity = "file:" + StableHash.hex(URL(fileURLWithPath: path).standardizedFileURL.path, digits: 16)
+                var info = stat()
+                if stat(path, &info) == 0 {
+                    sourceModified = ThumbJournal.nanoseconds(info.st_mtim)
+                    identity += ":\(info.st_size):\(sourceModified ?? 0)"
+                }
+            }
+            if !force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
+               journal.isUpToDate(output: output, in: folder, options: settings.fingerprint, input: identity, sourceModified: sourceModified) {
+                reporter.skipped(item.input, output: output, reason: "up to date")
+                continue
+            }
+            runJobs.append(Job(item: item, output: output, identity: identity, source: source))
+        }
+        return runJobs
     }
 
     /// The pipeline for every input: no memory cache (each image is needed
