@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, fuzzes 10,000 inputs (about a minute), runs the whole XCTest suite.
+# The test command: installs what is missing, builds, fuzzes 10,000 inputs (about a minute), builds the DocC archives, runs the whole XCTest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
-scripts/setup.sh
+# GNU parallel: the shard test runs four shards with it, as docs/scale-out.md does (else background processes).
+scripts/setup.sh parallel
 # Warnings are errors. SwiftPM's own note that it drops the -pthread flag from
 # libvips' pkg-config output is not a compiler warning and is filtered out.
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; }
@@ -15,6 +16,13 @@ if [ "$fuzz_runs" -gt 0 ]; then
   # slower machine would turn into a different run) keep this smoke run repeatable;
   # the time is only a cap. Long runs (scripts/fuzz.sh SECONDS) explore freely.
   scripts/fuzz.sh 600 -seed=1 -runs="$fuzz_runs" 2>&1 | tail -n 5
+fi
+# The DocC archives of the library products still build (a separate build in .build/docs,
+# about a minute on a fresh machine); VIPSLOAD_DOCS=0 skips it. Doc coverage is a test below.
+if [ "${VIPSLOAD_DOCS:-1}" != 0 ]; then
+  mkdir -p .build
+  scripts/docs.sh > .build/docs.log 2>&1 || { cat .build/docs.log; exit 1; }
+  grep -E "^(docs:|warning)" .build/docs.log || true
 fi
 # XCTest only: Swift Testing would close the log with a "0 tests" line of its own.
 # A hung test must fail the run, not eat CI's 90 minutes.

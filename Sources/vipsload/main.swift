@@ -7,11 +7,15 @@ let usage = """
 
     commands:
       info     print each image's size, format, bands, alpha, orientation and pages
-      thumb    write thumbnails of images (files or folders) to a folder, in parallel
+      thumb    write thumbnails of images (files, folders, URLs) to a folder, in parallel
       bench    measure throughput, cache hits, coalescing, scrolling and scaling
       corpus   generate (once) the built-in benchmark corpus and print its folder
+      version  print the VipsLoad and libvips versions (also --version, -V)
+      help     print this, or a command's options ('vipsload help thumb')
 
     Run 'vipsload <command> --help' for a command's options.
+
+    Exit status: 0 on success, 1 when any input failed, 2 on usage errors.
     """
 
 // Lower, flatter peak RSS when decoding on several threads (see the method's documentation).
@@ -30,6 +34,20 @@ let commands: [String: ([String]) async throws(ArgumentParser.UsageError) -> Int
     "corpus": CorpusCommand.run,
 ]
 
+if command == "--version" || command == "-V" || command == "version" {
+    Terminal.out(Version.text)
+    exit(0)
+}
+if command == "help", let topic = arguments.first {
+    let usages = ["info": InfoCommand.usage, "thumb": ThumbCommand.usage, "bench": BenchCommand.usage,
+                  "corpus": CorpusCommand.usage, "version": "usage: vipsload version | --version | -V", "help": usage]
+    guard let text = usages[topic] else {
+        Terminal.err("vipsload help: unknown command '\(topic)'\n\n\(usage)")
+        exit(2)
+    }
+    Terminal.out(text)
+    exit(0)
+}
 if command == "bench" {
     do {
         exit(try await BenchCommand.run(arguments))

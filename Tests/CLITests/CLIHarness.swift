@@ -8,6 +8,8 @@ struct CLIHarness {
         let status: Int32
         let stdout: String
         let stderr: String
+        /// Standard output as bytes (a thumbnail written with `--out -`).
+        let stdoutData: Data
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
@@ -17,11 +19,40 @@ struct CLIHarness {
             .deletingLastPathComponent().appendingPathComponent("vipsload")
     }
 
-    /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing).
-    static func run(_ arguments: [String], stdin: Data = Data(), file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    /// Variables of job engines that assign shards; removed from a child's
+    /// environment unless a test sets them, so a test run inside a Slurm or
+    /// Kubernetes job is not sharded by its host.
+    static let shardVariables = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT",
+                                 "SLURM_ARRAY_TASK_STEP", "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE"]
+
+    /// The environment for a child: this process's, without shard variables, plus `extra`.
+    static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for name in shardVariables { environment[name] = nil }
+        environment.merge(extra) { _, new in new }
+        return environment
+    }
+
+    /// Starts `vipsload` with `arguments`, its output discarded, and returns the running process.
+    static func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        process.environment = environment(extra)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing).
+    static func run(_ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:],
+                    file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = environment(extra)
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -42,7 +73,7 @@ struct CLIHarness {
         group.wait()
         process.waitUntilExit()
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+                      stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData)
     }
 
     /// A fresh temporary folder, removed when the test ends.

@@ -43,8 +43,12 @@ final class InfoCommandTests: XCTestCase {
         XCTAssertEqual(plain.status, 0)
         XCTAssertTrue(plain.stdout.contains("64x48 png"), plain.stdout)
 
-        let failing = try CLIHarness.run(["info", text.path])
-        XCTAssertEqual(failing.stdout, "\(text.path): error: unsupportedFormat: not a recognised image format\n")
+        let failing = try CLIHarness.run(["info", text.path, png.path])
+        XCTAssertEqual(failing.status, 1)
+        XCTAssertEqual(failing.stderr, "vipsload info: \(text.path): unsupportedFormat: not a recognised image format\n",
+                       "errors go to stderr, worded as thumb words them")
+        XCTAssertEqual(failing.stdoutLines.count, 1, "only the good input on stdout: \(failing.stdout)")
+        XCTAssertTrue(result.stderr.contains("vipsload info: \(empty.path): emptyInput"), "--json also reports on stderr: \(result.stderr)")
     }
 
     func testTooLargeAndTruncatedInputs() throws {
@@ -97,7 +101,7 @@ final class InfoCommandTests: XCTestCase {
 
         let refused = try CLIHarness.run(["info", svg.path])
         XCTAssertEqual(refused.status, 1)
-        XCTAssertTrue(refused.stdout.contains("unsupportedFormat: svg images are not allowed"), refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("unsupportedFormat: svg images are not allowed"), refused.stderr)
 
         let allowed = try CLIHarness.run(["info", "--allow", "svg", svg.path])
         XCTAssertEqual(allowed.status, 0, allowed.stderr)

@@ -24,7 +24,7 @@ final class ThumbCredentialTests: XCTestCase {
         XCTAssertFalse(result.stderr.contains(secret), result.stderr)
         XCTAssertTrue(result.stderr.contains("http://***@127.0.0.1:\(server.port)/missing.jpg: httpStatus: HTTP 404"), result.stderr)
         XCTAssertTrue(result.stderr.contains("/away.jpg: redirectRefused"), result.stderr)
-        XCTAssertTrue(result.stderr.contains("1 written, 2 failed"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("1 written, 0 skipped, 2 failed"), result.stderr)
         XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("ok.jpg").path)).width, 50)
         XCTAssertEqual(server.requests("/ok.jpg").first?.header("Authorization"),
                        "Basic " + Data("carol:\(secret)".utf8).base64EncodedString())

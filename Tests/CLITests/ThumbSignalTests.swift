@@ -122,7 +122,9 @@ final class ThumbSignalTests: XCTestCase {
             XCTAssertEqual(result.reason, .exit, "signal \(number): exits, is not killed: \(result.stderr)")
             XCTAssertEqual(result.status, expected, "signal \(number): \(result.stderr)")
             XCTAssertEqual(leftovers(below: temporary), [], "signal \(number): no temporary file is left")
-            XCTAssertEqual(leftovers(below: out), ["quick.jpg"], "signal \(number): the output already written stays, nothing else")
+            // The run's journal stays too: it records the output, so a rerun skips it.
+            XCTAssertEqual(leftovers(below: out).filter { $0 != ".vipsload-journal" }, ["quick.jpg"],
+                           "signal \(number): the output already written stays, nothing else")
             XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("quick.jpg").path)).width, 32)
             XCTAssertTrue(server.wait(timeout: 30) { $0.clientCloseCount("/stalled.jpg") > closesBefore },
                           "signal \(number): the stalled download was cancelled")
@@ -163,7 +165,7 @@ final class ThumbSignalTests: XCTestCase {
             for child in children {
                 let result = child.wait()
                 XCTAssertEqual(result.status, 0, result.stderr)
-                XCTAssertTrue(result.stderr.contains("\(count) written, 0 failed"), result.stderr)
+                XCTAssertTrue(result.stderr.contains("\(count) written,") && result.stderr.contains(" 0 failed"), result.stderr)
             }
             XCTAssertEqual(leftovers(below: temporary), [], "round \(round): no download is left")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import VipsCore
 import XCTest
@@ -28,7 +29,7 @@ final class ThumbURLTests: XCTestCase {
         while let relative = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory),
-               !isDirectory.boolValue {
+               !isDirectory.boolValue, !relative.hasSuffix(".vipsload-journal") {
                 found.insert(relative)
             }
         }
@@ -44,7 +45,7 @@ final class ThumbURLTests: XCTestCase {
         let dir = try CLIHarness.temporaryFolder(for: self)
         server.route("/photos/cat.jpg", .ok(try jpeg(800, 600, seed: 1)))
         server.route("/gallery/", .ok(try jpeg(300, 600, seed: 2)))
-        // A name that decodes to "../../escape.jpg" must not climb out of --out.
+        // A name that decodes to "../../escape.jpg" must not climb out of --out, nor start with a dot.
         server.route("/x/..%2F..%2Fescape.jpg", .ok(try jpeg(400, 400, seed: 3)))
         let local = dir.appendingPathComponent("local.jpg")
         try jpeg(200, 100, seed: 4).write(to: local)
@@ -65,13 +66,13 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertEqual(result.status, 1, "the missing URL fails: \(result.stderr)")
         XCTAssertTrue(result.stderr.contains(server.url("/missing.jpg").absoluteString) && result.stderr.contains("httpStatus"),
                       result.stderr)
-        XCTAssertTrue(result.stderr.contains("4 written, 1 failed"), result.stderr)
-        XCTAssertEqual(files(below: out), ["cat.jpg", "gallery.jpg", "local.jpg", ".._.._escape.jpg"])
+        XCTAssertTrue(result.stderr.contains("4 written, 0 skipped, 1 failed"), result.stderr)
+        XCTAssertEqual(files(below: out), ["cat.jpg", "gallery.jpg", "local.jpg", "_._.._escape.jpg"])
         XCTAssertEqual(files(below: dir), ["inputs.txt", "local.jpg", "out/cat.jpg", "out/gallery.jpg", "out/local.jpg",
-                                           "out/.._.._escape.jpg"], "nothing is written outside --out")
+                                           "out/_._.._escape.jpg"], "nothing is written outside --out")
         XCTAssertEqual(try size(of: out.appendingPathComponent("cat.jpg")), [100, 75])
         XCTAssertEqual(try size(of: out.appendingPathComponent("gallery.jpg")), [50, 100])
-        XCTAssertEqual(try size(of: out.appendingPathComponent(".._.._escape.jpg")), [100, 100])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("_._.._escape.jpg")), [100, 100])
         XCTAssertEqual(try size(of: out.appendingPathComponent("local.jpg")), [100, 50])
         for path in ["/photos/cat.jpg", "/gallery/", "/x/..%2F..%2Fescape.jpg", "/missing.jpg"] {
             XCTAssertEqual(server.requestCount(path), 1, path)
@@ -144,19 +145,28 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertTrue(missing.stderr.contains("cannot read the input list"), missing.stderr)
     }
 
-    func testSameNamesFromURLsAndFilesDoNotOverwriteEachOther() throws {
+    func testSameNamesFromURLsAndFilesClashAndAreWrittenApartWithTheSuggestedTemplate() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         server.route("/a/photo.jpg", .ok(try jpeg(200, 100, seed: 8)))
         server.route("/b/photo.jpg", .ok(try jpeg(100, 200, seed: 9)))
         let local = dir.appendingPathComponent("photo.jpg")
         try jpeg(100, 100, seed: 10).write(to: local)
         let out = dir.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path, server.url("/a/photo.jpg").absoluteString,
-                                         server.url("/b/photo.jpg").absoluteString, local.path])
-        XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual(try size(of: out.appendingPathComponent("photo.jpg")), [50, 25])
-        XCTAssertEqual(try size(of: out.appendingPathComponent("photo-2.jpg")), [25, 50])
-        XCTAssertEqual(try size(of: out.appendingPathComponent("photo-3.jpg")), [50, 50])
+        let inputs = [server.url("/a/photo.jpg").absoluteString, server.url("/b/photo.jpg").absoluteString, local.path]
+        let result = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path] + inputs)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        for input in inputs {
+            XCTAssertTrue(result.stderr.contains("\(input): nameClash: photo.jpg"), "each clashing input is reported: \(result.stderr)")
+        }
+        XCTAssertTrue(result.stderr.contains("Separate them with --name '%p/%s'"), result.stderr)
+        XCTAssertEqual(files(below: out), [], "neither is written")
+        XCTAssertEqual(server.requestCount("/a/photo.jpg"), 0, "clashing inputs are not even downloaded")
+
+        let apart = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path, "--name", "%p/%s"] + inputs)
+        XCTAssertEqual(apart.status, 0, apart.stderr)
+        XCTAssertEqual(try size(of: out.appendingPathComponent("a/photo.jpg")), [50, 25])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("b/photo.jpg")), [25, 50])
+        XCTAssertEqual(try size(of: out.appendingPathComponent("\(dir.lastPathComponent)/photo.jpg")), [50, 50])
     }
 
     func testInvalidURLsFailAndAnUnusableCacheDirOnlyWarns() throws {
@@ -174,5 +184,36 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("https://exa mple.com/x.jpg: invalidArgument"), result.stderr)
         XCTAssertEqual(try size(of: out.appendingPathComponent("ok.jpg")), [60, 45], "the good URL is still written")
         XCTAssertEqual(files(below: out), ["ok.jpg"])
+    }
+
+    func testTransientFailuresAreRetriedHonouringRetryAfterAndCountedInTheSummary() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let body = try jpeg(300, 300, seed: 12)
+        let calls = Atomic<Int>(0)
+        server.route("/flaky.jpg") { _ in
+            // The first attempt is told to come back in a second; the next one succeeds.
+            if calls.add(1, ordering: .relaxed).newValue == 1 {
+                return TestHTTPServer.Response(status: 503, headers: [("Retry-After", "1")])
+            }
+            return .ok(body)
+        }
+        server.route("/down.jpg", .status(503))
+        let out = dir.appendingPathComponent("out")
+        let started = Date()
+        let result = try CLIHarness.run(["thumb", "--json", "-s", "30", "-o", out.path, server.url("/flaky.jpg").absoluteString])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1, "waited for Retry-After")
+        XCTAssertEqual(server.requestCount("/flaky.jpg"), 2)
+        XCTAssertTrue(result.stderr.contains("1 written, 0 skipped, 0 failed, 1 retry"), result.stderr)
+        let summary = try XCTUnwrap(result.stdoutLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        XCTAssertEqual((summary["summary"] as? [String: Any])?["retries"] as? Int, 1)
+
+        let once = try CLIHarness.run(["thumb", "--retries", "1", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString])
+        XCTAssertEqual(once.status, 1)
+        XCTAssertEqual(server.requestCount("/down.jpg"), 2, "--retries 1: one retry, then the failure")
+        XCTAssertTrue(once.stderr.contains("httpStatus") && once.stderr.contains("1 retry"), once.stderr)
+        let none = try CLIHarness.run(["thumb", "-r", "0", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertEqual(server.requestCount("/down.jpg"), 3, "--retries 0 never retries")
     }
 }

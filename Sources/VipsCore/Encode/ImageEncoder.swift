@@ -24,6 +24,7 @@ public struct ImageEncoder: Sendable {
         }
     }
 
+    /// An encoder; it holds no state, so one can be shared by every thread.
     public init() {}
 
     /// Encodes `bitmap`; metadata is not written.

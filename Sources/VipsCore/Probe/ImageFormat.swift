@@ -1,22 +1,38 @@
 /// An image file format, as identified from the data's leading bytes or named
 /// by the libvips loader that reads it.
 public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The format's name, as libvips' loader names it ("jpeg", "png", "heif", ...).
     public let rawValue: String
+    /// The format named `rawValue`; any name is accepted (unknown ones match no loader).
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The format's name (`rawValue`).
     public var description: String { rawValue }
 
+    /// JPEG (JFIF/EXIF), baseline or progressive.
     public static let jpeg = ImageFormat(rawValue: "jpeg")
+    /// PNG, 8 or 16 bits per sample, with or without alpha.
     public static let png = ImageFormat(rawValue: "png")
+    /// WebP, lossy or lossless, still or animated.
     public static let webp = ImageFormat(rawValue: "webp")
+    /// GIF, still or animated.
     public static let gif = ImageFormat(rawValue: "gif")
+    /// TIFF.
     public static let tiff = ImageFormat(rawValue: "tiff")
+    /// HEIF/HEIC (libheif), read by default.
     public static let heif = ImageFormat(rawValue: "heif")
+    /// AVIF (AV1 in HEIF), read by default.
     public static let avif = ImageFormat(rawValue: "avif")
+    /// SVG, rendered by librsvg; off by default (`DecodeOptions.allowedFormats`).
     public static let svg = ImageFormat(rawValue: "svg")
+    /// PDF, rendered by poppler; off by default.
     public static let pdf = ImageFormat(rawValue: "pdf")
+    /// JPEG 2000; off by default.
     public static let jp2k = ImageFormat(rawValue: "jp2k")
+    /// JPEG XL; off by default.
     public static let jxl = ImageFormat(rawValue: "jxl")
+    /// BMP: recognised, so that it is refused by name; never decoded (libvips reads it only through ImageMagick, which VipsLoad never calls).
     public static let bmp = ImageFormat(rawValue: "bmp")
+    /// PPM/PGM/PBM/PFM (netpbm); off by default.
     public static let ppm = ImageFormat(rawValue: "ppm")
 
     /// The formats read by default: the raster formats of the web and of cameras.

@@ -15,6 +15,7 @@ public struct ImageInfo: Sendable, Hashable, Codable {
     /// Pages or animation frames (1 for still images).
     public var pages: Int
 
+    /// Header facts as `ImageDecoder.info(_:)` reports them; each parameter is the property of that name.
     public init(width: Int, height: Int, format: ImageFormat, bands: Int, hasAlpha: Bool, orientation: Int, pages: Int) {
         self.width = width
         self.height = height

@@ -40,9 +40,12 @@ public enum ImageSynthesizer {
     /// Encodes a `width` × `height` synthetic image.
     ///
     /// - Parameters:
+    ///   - width: the stored width in pixels.
+    ///   - height: the stored height in pixels.
     ///   - seed: the same seed always gives the same pixels.
     ///   - alpha: adds a smooth alpha channel (formats that carry alpha keep it).
     ///   - marker: paints the stored top-left eighth pure red, to check orientation handling.
+    ///   - format: the file format and its settings.
     public static func data(width: Int, height: Int, seed: Int = 1, alpha: Bool = false, marker: Bool = false,
                             format: Format) throws(VipsError) -> Data {
         try VipsRuntime.start()

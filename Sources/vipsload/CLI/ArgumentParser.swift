@@ -1,5 +1,7 @@
-/// A small command-line parser: `--name value`, `--name=value`, flags, `--`,
-/// and positional arguments, with usage errors that name the problem.
+/// A small command-line parser: `--name value`, `--name=value`, short
+/// aliases (`-s 256`, `-s256`, `-qv` for flags), `--`, and positional
+/// arguments (`-` alone is one: standard input), with usage errors that name
+/// the problem.
 struct ArgumentParser {
     /// A usage error: printed with the command's usage line, exit status 2.
     struct UsageError: Error, CustomStringConvertible {
@@ -39,6 +41,14 @@ struct ArgumentParser {
     let valueOptions: Set<String>
     /// Options that are on/off.
     let flagOptions: Set<String>
+    /// Single-letter aliases of long options (`"s": "size"`).
+    var shortOptions: [Character: String] = [:]
+
+    init(valueOptions: Set<String>, flagOptions: Set<String>, shortOptions: [Character: String] = [:]) {
+        self.valueOptions = valueOptions
+        self.flagOptions = flagOptions
+        self.shortOptions = shortOptions
+    }
 
     func parse(_ arguments: [String]) throws(UsageError) -> Parsed {
         var parsed = Parsed()
@@ -53,7 +63,10 @@ struct ArgumentParser {
             }
             if argument == "--" { onlyPositional = true; continue }
             if argument == "-h" || argument == "--help" { parsed.help = true; continue }
-            guard argument.hasPrefix("--") else { throw UsageError(description: "unknown option '\(argument)'") }
+            guard argument.hasPrefix("--") else {
+                index = try parseShort(argument, arguments, index, into: &parsed)
+                continue
+            }
             var name = String(argument.dropFirst(2))
             var inlineValue: String?
             if let equals = name.firstIndex(of: "=") {
@@ -76,5 +89,28 @@ struct ArgumentParser {
             }
         }
         return parsed
+    }
+
+    /// `-x VALUE`, `-xVALUE` or a cluster of flags (`-qv`); returns the next index.
+    private func parseShort(_ argument: String, _ arguments: [String], _ start: Int,
+                            into parsed: inout Parsed) throws(UsageError) -> Int {
+        var index = start
+        var letters = Substring(argument.dropFirst())
+        while let letter = letters.first {
+            letters = letters.dropFirst()
+            guard let name = shortOptions[letter] else { throw UsageError(description: "unknown option '-\(letter)'") }
+            if valueOptions.contains(name) {
+                if !letters.isEmpty {
+                    parsed.values[name] = String(letters.hasPrefix("=") ? letters.dropFirst() : letters)
+                } else {
+                    guard index < arguments.count else { throw UsageError(description: "-\(letter) (--\(name)) needs a value") }
+                    parsed.values[name] = arguments[index]
+                    index += 1
+                }
+                return index
+            }
+            parsed.flags.insert(name)
+        }
+        return index
     }
 }

@@ -10,28 +10,50 @@ import VipsCore
 /// With `recognisingURLs`, `http(s)://` inputs are URLs to download and
 /// `file://` URLs name files.
 struct InputCollector {
-    /// One image to process and the output name it maps to.
-    struct Item {
+    /// One image to process, with what its output name may be built from.
+    struct Item: Sendable {
         /// The input as given (a path or URL) or found (a path in a folder), for messages.
         let input: String
         let location: Location
-        /// The output path relative to the output folder, without extension:
-        /// the file's base name, under its sub-folder when found in a folder;
-        /// a URL's last path component.
-        let outputStem: String
+        /// The input as named on the command line: the argument itself, or for
+        /// a file found in a folder the folder argument joined with the path
+        /// below it. Independent of the working folder and of the other
+        /// inputs, so shards and `%h` agree across machines given the same
+        /// command line.
+        let key: String
+        /// The file or URL name without its extension ("stdin" for `-`).
+        let stem: String
+        /// The source's extension without the dot ("" when none).
+        let sourceExtension: String
+        /// Sub-folders below the folder argument the file was found in ("" otherwise).
+        let subfolder: String
+        /// The folders above the input as named: a path's directory, or a
+        /// URL's host and directory.
+        let parentFolders: String
     }
 
-    enum Location {
+    enum Location: Sendable {
         case file(String)
         case url(URL)
+        /// `-`: the image's bytes on standard input.
+        case standardInput
         /// Text that starts like an http(s) URL but is not one.
         case invalidURL
     }
 
-    static func collect(_ arguments: [String], recognisingURLs: Bool = false) -> [Item] {
+    /// The items of `arguments`. Folders are walked without entering
+    /// `skipping` (the output folder, so that a rerun over a folder holding its
+    /// own thumbnails does not thumbnail them).
+    static func collect(_ arguments: [String], recognisingURLs: Bool = false, skipping: URL? = nil) -> [Item] {
+        let skipped = skipping.map { $0.resolvingSymlinksInPath().standardizedFileURL.path }
         var items: [Item] = []
         let fileManager = FileManager.default
         for argument in arguments {
+            if argument == "-" {
+                items.append(Item(input: "-", location: .standardInput, key: "-", stem: "stdin", sourceExtension: "",
+                                  subfolder: "", parentFolders: ""))
+                continue
+            }
             if recognisingURLs, let item = urlItem(argument) {
                 items.append(item)
                 continue
@@ -43,37 +65,48 @@ struct InputCollector {
             var isDirectory: ObjCBool = false
             if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
                 let root = URL(fileURLWithPath: path).standardizedFileURL
-                for relative in filesBelow(root) {
-                    let stem = (relative as NSString).deletingPathExtension
+                var named = path
+                while named.count > 1, named.hasSuffix("/") { named.removeLast() }
+                for relative in filesBelow(root, skipping: skipped) {
                     let found = root.appendingPathComponent(relative).path
-                    items.append(Item(input: found, location: .file(found), outputStem: stem))
+                    let key = named == "/" ? "/" + relative : named + "/" + relative
+                    items.append(Item(input: found, location: .file(found), key: key, stem: stem(of: relative),
+                                      sourceExtension: (relative as NSString).pathExtension,
+                                      subfolder: (relative as NSString).deletingLastPathComponent,
+                                      parentFolders: (key as NSString).deletingLastPathComponent))
                 }
             } else {
-                let name = (path as NSString).lastPathComponent
-                items.append(Item(input: argument, location: .file(path), outputStem: (name as NSString).deletingPathExtension))
+                items.append(Item(input: argument, location: .file(path), key: path, stem: stem(of: path),
+                                  sourceExtension: (path as NSString).pathExtension, subfolder: "",
+                                  parentFolders: (path as NSString).deletingLastPathComponent))
             }
         }
         return items
+    }
+
+    /// A path's last component without its extension (a dot file keeps its name).
+    private static func stem(of path: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        let stem = (name as NSString).deletingPathExtension
+        return stem.isEmpty ? name : stem
     }
 
     /// The item for an `http(s)://` input, or nil for anything else.
     private static func urlItem(_ argument: String) -> Item? {
         let lowered = argument.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else { return nil }
-        guard let url = URL(string: argument), url.host?.isEmpty == false else {
-            return Item(input: argument, location: .invalidURL, outputStem: "image")
+        guard let url = URL(string: argument), let host = url.host, !host.isEmpty else {
+            return Item(input: argument, location: .invalidURL, key: argument, stem: "image", sourceExtension: "",
+                        subfolder: "", parentFolders: "")
         }
-        return Item(input: argument, location: .url(url), outputStem: outputStem(for: url))
-    }
-
-    /// A URL's last path component without its extension, as one path
-    /// component: a `/` decoded from `%2F` cannot make a sub-folder. The host
-    /// names a URL without a path.
-    static func outputStem(for url: URL) -> String {
         var name = url.lastPathComponent
-        if name.isEmpty || name == "/" { name = url.host ?? "image" }
+        var directory = url.deletingLastPathComponent().path
+        if name.isEmpty || name == "/" { name = host; directory = "" }
         let stem = (name as NSString).deletingPathExtension
-        return OutputNamer.sanitise(stem.isEmpty ? name : stem)
+        let parents = directory.split(separator: "/").map(String.init).filter { !$0.isEmpty }
+        return Item(input: argument, location: .url(url), key: argument, stem: stem.isEmpty ? name : stem,
+                    sourceExtension: (name as NSString).pathExtension, subfolder: "",
+                    parentFolders: ([host] + parents).joined(separator: "/"))
     }
 
     /// The inputs listed in `source` (a file, or `-` for standard input): one
@@ -95,16 +128,22 @@ struct InputCollector {
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    /// Relative paths of the image files below `root`, sorted. Symlinks to
+    /// Relative paths of the image files below a folder, sorted. Symlinks to
     /// files are read; symlinked folders are not followed (no loops).
-    private static func filesBelow(_ root: URL) -> [String] {
+    /// A folder argument that is itself a symlink is walked at its target.
+    private static func filesBelow(_ named: URL, skipping skipped: String?) -> [String] {
+        let root = named.resolvingSymlinksInPath()
         guard let enumerator = FileManager.default.enumerator(
-            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
+            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey],
             options: [.skipsHiddenFiles]) else { return [] }
         var found: [String] = []
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
-            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey]) else { continue }
+            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey]) else { continue }
+            if kind.isDirectory == true, kind.isSymbolicLink != true {
+                if let skipped, url.standardizedFileURL.path == skipped { enumerator.skipDescendants() }
+                continue
+            }
             if kind.isSymbolicLink == true {
                 var target = stat()
                 guard stat(url.path, &target) == 0, (target.st_mode & S_IFMT) == S_IFREG else { continue }

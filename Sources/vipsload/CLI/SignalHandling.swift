@@ -88,14 +88,17 @@ enum SignalHandling {
         Terminal.endProgress()
         Terminal.err("vipsload: \(number == SIGINT ? "interrupted" : "terminated"); stopping")
         cancel?()
-        // Partial downloads go now: the cancelled transfers no longer need them.
+        // Partial downloads and half-written outputs go now: the cancelled
+        // work no longer needs them (finished outputs are kept).
         TemporaryDownloads.removeAll()
+        OutputWriter.removeAllTemporaryFiles()
         queue.asyncAfter(deadline: .now() + gracePeriod) { finish(number) }
     }
 
     /// Removes the temporary downloads and exits with 128 + `signal`.
     private static func finish(_ signal: Int32) -> Never {
         TemporaryDownloads.removeAll()
+        OutputWriter.removeAllTemporaryFiles()
         exit(128 + signal)
     }
 }

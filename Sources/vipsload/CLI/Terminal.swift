@@ -7,8 +7,9 @@ import VipsLoad
 enum Terminal {
     static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
 
+    /// Writes `line` to stdout, with the credentials of any URL in it redacted.
     static func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileHandle.standardOutput.write(Data((URLRedaction.redacted(line) + "\n").utf8))
     }
 
     /// Writes `line` to stderr, with the credentials of any URL in it redacted.

@@ -10,9 +10,10 @@ enum InfoCommand {
 
         Prints each image's size (after EXIF orientation), format, bands, alpha,
         orientation and page count without decoding pixels. Folders are searched
-        recursively for images.
+        recursively for images. Errors are reported on stderr, as
+        'vipsload info: INPUT: KIND: MESSAGE' (and as a JSON object with --json).
 
-          --json             one JSON object per line
+          --json             one JSON object per line on stdout
           --system           the CPUs and memory this process may use (affinity,
                              cgroup CPU quota and memory limit, memory pressure),
                              where each was read, and the defaults derived from them
@@ -41,13 +42,13 @@ enum InfoCommand {
                 failed = true
                 if json {
                     Terminal.out(Terminal.jsonObject([
-                        ("input", JSONText.string(item.input)),
+                        ("input", JSONText.string(item.input)), ("status", JSONText.string("failed")),
                         ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
                                                        ("message", JSONText.string(error.message(about: item.input)))])),
                     ]))
-                } else {
-                    Terminal.out("\(item.input): error: \(error.kind): \(error.message(about: item.input))")
                 }
+                // As `thumb` does: every error on stderr, naming its input once.
+                Terminal.err("vipsload info: \(item.input): \(error.kind): \(error.message(about: item.input))")
             }
         }
         return failed ? 1 : 0

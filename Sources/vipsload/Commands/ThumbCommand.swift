@@ -1,66 +1,103 @@
 import Dispatch
 import Foundation
-import Synchronization
 import VipsCore
 import VipsLoad
 
 /// `vipsload thumb`: a thumbnail of every input, written to a folder, in parallel.
 ///
-/// Local files are decoded straight by `ImageDecoder` on
-/// `DispatchQueue.concurrentPerform` threads (nothing to coalesce or cache,
-/// and the fastest path measured); `http(s)` URLs go through an
-/// `ImagePipeline`, which downloads them (through the disk cache with
-/// `--cache-dir`) while the files are being decoded.
+/// Every input, local file, URL or standard input, goes through one
+/// `ImagePipeline` (see `ThumbEngine`): no memory cache (each image is needed
+/// once), `--jobs` decodes at once, downloads through the disk cache with
+/// `--cache-dir` and retried by `--retries`. Output names come from
+/// `OutputNamer` (clashes are refused), writes are atomic (`OutputWriter`),
+/// up-to-date outputs are skipped (`ThumbJournal`), `--shard` picks this
+/// process's share (`Shard`), and `ThumbReporter` reports.
 enum ThumbCommand {
     static let usage = """
-        usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
-                              [--jobs N] [--input-list FILE|-] [--cache-dir DIR] [--cache-size MB]
-                              [--strict] [--max-pixels N] [--allow LIST] [INPUT...]
+        usage: vipsload thumb [-s N] [-o DIR|-] [-f jpeg|png|webp] [-Q Q] [-n TEMPLATE] [-j N]
+                              [-i FILE|-] [--cache-dir DIR] [--cache-size MB] [--retries N]
+                              [--force] [--shard K/N] [--shard-count N] [--json] [--progress]
+                              [-q] [-v] [--strict] [--max-pixels N] [--allow LIST] [INPUT...|-]
 
         Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
-        DIR as <input name without extension>.<format>. An input is a file, a folder
-        (searched recursively for images; its sub-folders are kept under DIR) or an
-        http(s) URL (named after the URL's last path component). Inputs are
-        processed in parallel; a failed input is reported on stderr and the rest
-        carry on.
+        DIR, named by the --name template. An input is a file, a folder (searched
+        recursively for images), an http(s) URL, or '-' for one image on standard
+        input. Inputs are processed in parallel; a failed input is reported on
+        stderr and the rest carry on. A rerun skips outputs that are up to date.
 
-          --size N           fit in N×N pixels (default 256)
-          --out DIR          output folder (default ./thumbnails)
-          --format F         jpeg, png or webp (default jpeg)
-          --quality Q        JPEG/WebP quality 1-100 (default 80)
-          --jobs N           images processed at once (default: the usable CPUs)
-          --input-list FILE  also read inputs from FILE ('-' for standard input), one
-                             per line; blank lines and lines starting with # are skipped
-          --cache-dir DIR    keep downloaded images in a disk cache in DIR (created when
-                             missing), and use what is there: fresh entries are not
-                             downloaded again, stale ones revalidated
-          --cache-size MB    the disk cache's size limit; least recently used entries
-                             go first (default 512)
+          -s, --size N          fit in N×N pixels (default 256)
+          -o, --out DIR         output folder (default ./thumbnails); '-' writes the
+                                thumbnail of a single input to standard output
+          -f, --format F        jpeg, png or webp (default jpeg)
+          -Q, --quality Q       JPEG/WebP quality 1-100 (default 80)
+          -n, --name TEMPLATE   output name without its extension (default '%d/%s'):
+        \(OutputNamer.placeholderHelp)
+                                An output's name depends on its own input only. Two
+                                inputs with one name are a clash: neither is written.
+          -j, --jobs N          images decoded at once (default: the usable CPUs)
+          -i, --input-list FILE also read inputs from FILE ('-' for standard input), one
+                                per line; blank lines and lines starting with # are skipped
+          -c, --cache-dir DIR   keep downloaded images in a disk cache in DIR (created when
+                                missing), and use what is there: fresh entries are not
+                                downloaded again, stale ones revalidated; several
+                                processes may share one
+              --cache-size MB   the disk cache's size limit (default 512)
+          -r, --retries N       retry a transient download failure (connection error,
+                                timeout, 429, 5xx) up to N times (default 2), with
+                                backoff, honouring Retry-After up to 30 s
+          -F, --force           make every thumbnail again, even when up to date
+                                (by default an output newer than its source and made
+                                with the same options is skipped; a URL's output is
+                                kept until --force)
+              --shard K/N       process only shard K of N (1 ≤ K ≤ N), chosen per input
+                                by a stable hash of its path or URL; by default read from
+                                JOB_COMPLETION_INDEX (Kubernetes), SLURM_ARRAY_TASK_ID
+                                (Slurm) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch)
+              --shard-count N   the number of shards, with an index from the environment
+                                (a Kubernetes Job's completions)
+              --json            one JSON object per input on stdout, then a summary object
+              --progress        show progress also when stderr is not a terminal
+          -q, --quiet           no progress line, no summary (errors are still reported)
+          -v, --verbose         a line for every output written or skipped
         \(DecoderFlags.help)
 
-        Exit status: 0 when every input was written, 1 when any failed, 2 on usage errors.
+        Exit status: 0 when every input was written or up to date, 1 when any
+        failed or clashed, 2 on usage errors.
         """
 
-    /// One thumbnail to make: where from, and the output path relative to the output folder.
-    private struct Job {
-        let item: InputCollector.Item
-        let output: String
-    }
+    static let shortOptions: [Character: String] = [
+        "s": "size", "o": "out", "f": "format", "Q": "quality", "n": "name", "j": "jobs", "i": "input-list",
+        "c": "cache-dir", "r": "retries", "F": "force", "q": "quiet", "v": "verbose",
+    ]
 
     /// What every job needs to make and write its thumbnail.
-    private struct Settings {
+    private struct Settings: Sendable {
         let size: Int
         let format: ImageEncoder.Format
-        let outputFolder: URL
+        /// The output folder, or nil for standard output.
+        let outputFolder: URL?
         let jobs: Int
         let decodeOptions: DecodeOptions
+        /// The options that change an output's pixels or bytes, as recorded in the journal.
+        let fingerprint: String
+    }
+
+    /// One thumbnail to make.
+    private struct Job: Sendable {
+        let item: InputCollector.Item
+        /// The output path relative to the output folder ("-" for standard output).
+        let output: String
+        /// The input's identity in the journal.
+        let identity: String
+        let source: ImageSource
     }
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir",
-                                                           "cache-size"]),
-            flagOptions: DecoderFlags.flagOptions)
+                                                           "cache-size", "name", "retries", "shard", "shard-count"]),
+            flagOptions: DecoderFlags.flagOptions.union(["force", "json", "progress", "quiet", "verbose"]),
+            shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
@@ -69,9 +106,13 @@ enum ThumbCommand {
         let size = try parsed.int("size", default: 256, in: 1...65_500)
         let quality = try parsed.int("quality", default: 80, in: 1...100)
         let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
+        let retries = try parsed.int("retries", default: 2, in: 0...100)
         let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
         if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
             throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
+        }
+        if parsed.flag("quiet"), parsed.flag("verbose") {
+            throw ArgumentParser.UsageError(description: "--quiet and --verbose cannot be used together")
         }
         let format: ImageEncoder.Format
         switch try parsed.choice("format", ["jpeg", "jpg", "png", "webp"], default: "jpeg") {
@@ -79,11 +120,38 @@ enum ThumbCommand {
         case "webp": format = .webp(quality: quality)
         default: format = .jpeg(quality: quality)
         }
-        let settings = Settings(size: size, format: format, outputFolder: URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
-                                jobs: jobs, decodeOptions: try DecoderFlags.options(parsed))
+        let decodeOptions = try DecoderFlags.options(parsed)
+        let toStandardOutput = parsed.value("out") == "-"
+        if toStandardOutput, parsed.flag("json") {
+            throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
+        }
+        let namer = try OutputNamer(template: parsed.value("name") ?? OutputNamer.defaultTemplate, fileExtension: format.fileExtension)
+        var shard = Shard.all
+        if let text = parsed.value("shard") {
+            if parsed.value("shard-count") != nil {
+                throw ArgumentParser.UsageError(description: "--shard K/N already gives the count; drop --shard-count")
+            }
+            shard = try Shard.parse(text)
+        } else {
+            let count = try parsed.value("shard-count").map { _ throws(ArgumentParser.UsageError) in
+                try parsed.int("shard-count", default: 1, in: 1...1_000_000)
+            }
+            shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment, shardCount: count) ?? .all
+        }
 
+        let fingerprint = "size=\(size) format=\(format.fileExtension) quality=\(quality) strict=\(decodeOptions.strict ? 1 : 0) "
+            + "max-pixels=\(decodeOptions.limits.maxPixelCount) "
+            + "allow=\(decodeOptions.allowedFormats.map(\.rawValue).sorted().joined(separator: ","))"
+        let settings = Settings(size: size, format: format,
+                                outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
+                                jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
+
+        // The inputs, once each (the same input named twice is processed once).
         var inputs = parsed.positional
         if let list = parsed.value("input-list") {
+            if list == "-", inputs.contains("-") {
+                throw ArgumentParser.UsageError(description: "standard input cannot be both the input list and an image ('-')")
+            }
             do throws(VipsError) {
                 inputs += try InputCollector.readList(list)
             } catch {
@@ -91,97 +159,133 @@ enum ThumbCommand {
                 return 1
             }
         }
-        var namer = OutputNamer(fileExtension: format.fileExtension)
-        let jobsList = InputCollector.collect(inputs, recognisingURLs: true)
-            .map { Job(item: $0, output: namer.name(for: $0.outputStem)) }
-        do {
-            try FileManager.default.createDirectory(at: settings.outputFolder, withIntermediateDirectories: true)
-        } catch {
-            Terminal.err("vipsload thumb: cannot create \(settings.outputFolder.path): \(error.localizedDescription)")
-            return 1
+        var seen: Set<String> = []
+        let items = InputCollector.collect(inputs, recognisingURLs: true, skipping: settings.outputFolder)
+            .filter { seen.insert($0.key).inserted }
+        if items.contains(where: { if case .standardInput = $0.location { return true } else { return false } }), items.count > 1 {
+            throw ArgumentParser.UsageError(description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
+        }
+        if toStandardOutput, items.count != 1 {
+            throw ArgumentParser.UsageError(description: "--out - writes the thumbnail of a single input to standard output; \(items.count) inputs given")
         }
 
-        let progress = Progress(total: jobsList.count)
-        let start = DispatchTime.now()
-        var files: [Job] = []
-        var downloads: [(Job, URL)] = []
-        for job in jobsList {
-            switch job.item.location {
-            case .file: files.append(job)
-            case .url(let url): downloads.append((job, url))
-            case .invalidURL: progress.report(failure: "vipsload thumb: \(job.item.input): \(VipsError.Kind.invalidArgument): not a valid URL")
+        // Clashes are found over every input, whatever the shard, so all shards agree.
+        let clashes = namer.clashes(items.filter { if case .invalidURL = $0.location { return false } else { return true } })
+        let clashing = Dictionary(clashes.flatMap { clash in clash.items.map { ($0.key, clash) } }, uniquingKeysWith: { first, _ in first })
+        let selected = items.filter { if case .standardInput = $0.location { return true } else { return shard.contains($0.key) } }
+        if parsed.flag("verbose"), shard.count > 1 {
+            Terminal.err("vipsload thumb: shard \(shard) (from \(shard.origin)): \(selected.count) of \(items.count) inputs")
+        }
+
+        let reporter = ThumbReporter(total: selected.count, options: ThumbReporter.Options(
+            json: parsed.flag("json"), quiet: parsed.flag("quiet"), verbose: parsed.flag("verbose"), progress: parsed.flag("progress")))
+        let writer: OutputWriter?
+        let journal: ThumbJournal?
+        if let folder = settings.outputFolder {
+            do throws(VipsError) {
+                writer = try OutputWriter(folder: folder)
+            } catch {
+                Terminal.err("vipsload thumb: \(error.message)")
+                return 1
             }
+            journal = ThumbJournal(folder: folder)
+        } else {
+            writer = nil
+            journal = nil
         }
-        // Downloads (and their results) proceed while the files are decoded.
-        let cache = parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) }
-        async let downloaded: Void = thumbnailURLs(downloads, settings, cache: cache, progress)
-        await thumbnailFiles(files, settings, progress)
-        await downloaded
-        Terminal.endProgress()
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        let (done, failed) = progress.counts
-        Terminal.err(String(format: "vipsload thumb: %d written, %d failed, %.2f s, %.1f images/s",
-                            done, failed, seconds, seconds > 0 ? Double(done + failed) / seconds : 0))
-        return failed > 0 ? 1 : 0
-    }
 
-    /// Decodes, encodes and writes every file on `settings.jobs` threads; returns when all are done.
-    private static func thumbnailFiles(_ files: [Job], _ settings: Settings, _ progress: Progress) async {
-        guard !files.isEmpty else { return }
-        let decoder = ImageDecoder(options: settings.decodeOptions)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // A GCD thread, not the Swift concurrency pool: concurrentPerform blocks until the last file.
-            DispatchQueue.global().async {
-                let next = Atomic<Int>(0)
-                DispatchQueue.concurrentPerform(iterations: min(settings.jobs, files.count)) { _ in
-                    while true {
-                        let index = next.add(1, ordering: .relaxed).oldValue
-                        guard index < files.count else { return }
-                        let job = files[index]
-                        guard case .file(let path) = job.item.location else { continue }
-                        do throws(VipsError) {
-                            let bitmap = try decoder.decode(.file(path), size: .maxPixelSize(settings.size))
-                            let data = try ImageEncoder().encode(bitmap, as: settings.format)
-                            try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
-                            progress.finished(failed: false)
-                        } catch {
-                            progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
-                        }
+        let runJobs = plan(selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
+                           force: parsed.flag("force"), reporter: reporter)
+
+        let pipeline = makePipeline(settings, retries: retries,
+                                    cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
+        let engine = ThumbEngine(pipeline: pipeline, size: .maxPixelSize(settings.size), window: settings.jobs * 2 + 8)
+        let jobList = runJobs
+        await engine.run(jobList.map(\.source)) { index, result, started in
+            let job = jobList[index]
+            do throws(VipsError) {
+                let bitmap = try result.get()
+                let data = try ImageEncoder().encode(bitmap, as: settings.format)
+                if let writer {
+                    let info = try writer.write(data, to: job.output)
+                    if !job.identity.isEmpty {
+                        journal?.record(output: job.output, options: settings.fingerprint, input: job.identity, info: info)
+                    }
+                } else {
+                    do {
+                        try FileHandle.standardOutput.write(contentsOf: data)
+                    } catch {
+                        throw VipsError(.io, "cannot write to standard output: \(error.localizedDescription)")
                     }
                 }
-                continuation.resume()
-            }
-        }
-    }
-
-    /// Downloads and decodes every URL through a pipeline, and encodes and
-    /// writes each thumbnail as its bitmap arrives; returns when all are done.
-    private static func thumbnailURLs(_ downloads: [(Job, URL)], _ settings: Settings, cache: (folder: String, sizeLimit: Int)?,
-                                      _ progress: Progress) async {
-        guard !downloads.isEmpty else { return }
-        let pipeline = makePipeline(settings, cache: cache)
-        let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
-        for await result in pipeline.images(for: requests) {
-            let job = downloads[result.index].0
-            do throws(VipsError) {
-                let bitmap: Bitmap
-                switch result.result {
-                case .success(let decoded): bitmap = decoded
-                case .failure(let error): throw error
-                }
-                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
-                progress.finished(failed: false)
+                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+                reporter.written(job.item.input, output: job.output, width: bitmap.width, height: bitmap.height,
+                                 bytes: data.count, milliseconds: milliseconds)
             } catch {
-                progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
+                reporter.failed(job.item.input, error)
             }
         }
+        writer?.finish()
+        if !clashes.isEmpty {
+            let names = clashes.count == 1 ? "1 output name" : "\(clashes.count) output names"
+            var advice = "vipsload thumb: \(clashes.reduce(0) { $0 + $1.items.count }) inputs clash on \(names); none of them was written"
+            if let suggestion = namer.suggestion(for: clashes) { advice += ". Separate them with --name '\(suggestion)'" }
+            Terminal.err(advice)
+        }
+        reporter.finish(retries: pipeline.metrics.retries, shard: shard)
+        return reporter.counts.failed > 0 ? 1 : 0
     }
 
-    /// The pipeline for URL inputs: no memory cache (each image is needed
-    /// once), the disk cache in `cache.folder` when given and usable.
-    private static func makePipeline(_ settings: Settings, cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
+    /// The jobs to run for `selected`: clashing and invalid inputs are reported
+    /// as failed, up-to-date outputs as skipped (unless `force`).
+    private static func plan(_ selected: [InputCollector.Item], namer: OutputNamer, clashing: [String: OutputNamer.Clash],
+                             settings: Settings, journal: ThumbJournal?, force: Bool, reporter: ThumbReporter) -> [Job] {
+        var runJobs: [Job] = []
+        for item in selected {
+            let output = settings.outputFolder == nil ? "-" : namer.name(for: item)
+            if let clash = clashing[item.key] {
+                let others = clash.items.filter { $0.key != item.key }.map(\.input).joined(separator: ", ")
+                reporter.failed(item.input, kind: "nameClash", message: "\(clash.output) is also the name of \(others); neither is written")
+                continue
+            }
+            let source: ImageSource
+            var identity: String
+            var sourceModified: Int64?
+            switch item.location {
+            case .invalidURL:
+                reporter.failed(item.input, kind: VipsError.Kind.invalidArgument.rawValue, message: "not a valid URL")
+                continue
+            case .standardInput:
+                source = .data(FileHandle.standardInput.readDataToEndOfFile(), identifier: "stdin")
+                identity = ""
+            case .url(let url):
+                source = .url(url)
+                identity = "url:" + StableHash.hex(url.absoluteString, digits: 16)
+            case .file(let path):
+                source = .file(path)
+                identity = "file:" + StableHash.hex(URL(fileURLWithPath: path).standardizedFileURL.path, digits: 16)
+                var info = stat()
+                if stat(path, &info) == 0 {
+                    sourceModified = ThumbJournal.nanoseconds(info.st_mtim)
+                    identity += ":\(info.st_size):\(sourceModified ?? 0)"
+                }
+            }
+            if !force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
+               journal.isUpToDate(output: output, in: folder, options: settings.fingerprint, input: identity, sourceModified: sourceModified) {
+                reporter.skipped(item.input, output: output, reason: "up to date")
+                continue
+            }
+            runJobs.append(Job(item: item, output: output, identity: identity, source: source))
+        }
+        return runJobs
+    }
+
+    /// The pipeline for every input: no memory cache (each image is needed
+    /// once), `--retries`, the disk cache in `cache.folder` when given and usable.
+    private static func makePipeline(_ settings: Settings, retries: Int, cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
                                                         decodeOptions: settings.decodeOptions)
+        configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
         if let cache {
             do throws(VipsError) {
                 configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
@@ -191,45 +295,5 @@ enum ThumbCommand {
             }
         }
         return ImagePipeline(configuration: configuration)
-    }
-
-    /// Writes atomically (temporary file, then rename) so no half-written thumbnail is ever seen.
-    private static func write(_ data: Data, to url: URL) throws(VipsError) {
-        do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try data.write(to: url, options: .atomic)
-        } catch {
-            throw VipsError(.io, "cannot write \(url.path): \(error.localizedDescription)")
-        }
-    }
-
-    /// Counts results and keeps the terminal's progress line current.
-    final class Progress: Sendable {
-        private struct State { var done = 0, failed = 0, lastDraw: UInt64 = 0 }
-        private let state = Mutex(State())
-        private let total: Int
-
-        init(total: Int) { self.total = total }
-
-        var counts: (done: Int, failed: Int) { state.withLock { ($0.done, $0.failed) } }
-
-        func finished(failed: Bool) {
-            state.withLock { state in
-                if failed { state.failed += 1 } else { state.done += 1 }
-                let now = DispatchTime.now().uptimeNanoseconds
-                if now - state.lastDraw > 100_000_000 || state.done + state.failed == total {
-                    state.lastDraw = now
-                    Terminal.progress("thumb: \(state.done + state.failed)/\(total)\(state.failed > 0 ? " (\(state.failed) failed)" : "")")
-                }
-            }
-        }
-
-        func report(failure line: String) {
-            state.withLock { _ in
-                Terminal.endProgress()
-                Terminal.err(line)
-            }
-            finished(failed: true)
-        }
     }
 }

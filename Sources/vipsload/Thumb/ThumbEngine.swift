@@ -1,0 +1,66 @@
+import Dispatch
+import Foundation
+import VipsCore
+import VipsLoad
+
+/// Runs thumbnail jobs through one `ImagePipeline`: every input, local file,
+/// URL or standard input, is loaded and decoded by the pipeline; encoding and
+/// writing run on a dedicated dispatch queue, never on Swift's cooperative
+/// pool, so they cannot starve the tasks that feed the pipeline.
+///
+/// At most `window` requests are in flight at once, so a run over a million
+/// inputs holds a bounded number of tasks and decoded bitmaps.
+struct ThumbEngine: Sendable {
+    let pipeline: ImagePipeline
+    let size: TargetSize
+    /// Requests in flight at once.
+    let window: Int
+    /// Encodes and writes; concurrent, its width bounded by `window`.
+    private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
+
+    init(pipeline: ImagePipeline, size: TargetSize, window: Int) {
+        self.pipeline = pipeline
+        self.size = size
+        self.window = max(1, window)
+    }
+
+    /// Loads each source in `sources`, in order of submission, and calls
+    /// `finish(index, result, started)` on the encode queue for each (`started`:
+    /// when the request was made, in `DispatchTime` nanoseconds); returns when
+    /// every `finish` has returned.
+    func run(_ sources: [ImageSource],
+             finish: @escaping @Sendable (Int, Result<Bitmap, VipsError>, UInt64) -> Void) async {
+        guard !sources.isEmpty else { return }
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func submit() {
+                let index = next
+                next += 1
+                let request = ImageRequest(source: sources[index], size: size, options: .disableMemoryCache)
+                group.addTask {
+                    let started = DispatchTime.now().uptimeNanoseconds
+                    let result: Result<Bitmap, VipsError>
+                    do {
+                        result = .success(try await pipeline.image(for: request))
+                    } catch let error as VipsError {
+                        result = .failure(error)
+                    } catch is CancellationError {
+                        result = .failure(VipsError(.cancelled, "cancelled"))
+                    } catch {
+                        result = .failure(VipsError(.internal, "\(error)"))
+                    }
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        encodeQueue.async {
+                            finish(index, result, started)
+                            continuation.resume()
+                        }
+                    }
+                }
+            }
+            while next < min(window, sources.count) { submit() }
+            while await group.next() != nil {
+                if next < sources.count { submit() }
+            }
+        }
+    }
+}
