@@ -94,22 +94,35 @@ public enum TemporaryDownloads {
     }
 
     /// Makes a new folder `<pid>-<random>` in `directory` and takes its lock.
+    ///
+    /// The folder is made and locked under a name no sweeper looks at
+    /// (`.<pid>-<random>.new`) and only then renamed to its final name, so a
+    /// sweeping process can never find it unlocked and take it away.
     private static func create(in directory: String) throws(VipsError) -> Folder {
         for _ in 0..<8 {
-            let path = directory + "/\(getpid())-" + StreamingFileWriter.randomName()
-            guard mkdir(path, 0o700) == 0 else {
+            let name = "\(getpid())-" + StreamingFileWriter.randomName()
+            let staging = directory + "/." + name + ".new"
+            let path = directory + "/" + name
+            guard mkdir(staging, 0o700) == 0 else {
                 if errno == EEXIST { continue }
-                throw VipsError(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
+                throw VipsError(.io, "cannot create \(staging): \(String(cString: strerror(errno)))")
             }
             // Close-on-exec, so a child process never inherits (and keeps) the lock.
             // Read-only: flock needs no write access, and a file held open for
             // writing would keep its file system from being remounted read-only.
-            let fd = open(path + "/" + lockFileName, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(staging + "/" + lockFileName, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                 let reason = String(cString: strerror(errno))
                 if fd >= 0 { close(fd) }
-                removeTree(path)
-                throw VipsError(.io, "cannot lock \(path): \(reason)")
+                removeTree(staging)
+                throw VipsError(.io, "cannot lock \(staging): \(reason)")
+            }
+            guard rename(staging, path) == 0 else {
+                let code = errno
+                close(fd)
+                removeTree(staging)
+                if code == EEXIST || code == ENOTEMPTY { continue }
+                throw VipsError(.io, "cannot create \(path): \(String(cString: strerror(code)))")
             }
             return Folder(path: path, lock: fd)
         }
@@ -134,6 +147,13 @@ public enum TemporaryDownloads {
                 if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
                    modified.timeIntervalSinceNow < -3600 {
                     unlink(path)
+                }
+                continue
+            }
+            if name.hasPrefix("."), name.hasSuffix(".new") {
+                // A folder still being made, or whose maker died before renaming it.
+                if let owner = ownerID(of: String(name.dropFirst().dropLast(4))), kill(owner, 0) != 0, errno == ESRCH {
+                    removeTree(path)
                 }
                 continue
             }

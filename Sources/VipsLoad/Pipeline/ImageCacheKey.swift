@@ -9,8 +9,8 @@
 public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// `ImageSource.key` of the source.
     public let sourceKey: String
-    /// The file's identity when the request was made (empty for other sources).
-    let version: String
+    /// The file's identity when the request was made (nil for other sources).
+    let version: FileIdentity?
     /// Pixel box width, 0 for the original size.
     let width: Int
     /// Pixel box height, 0 for the original size.
@@ -18,7 +18,7 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// Whether images smaller than the box are enlarged (always false for the original size).
     let allowUpscale: Bool
 
-    init(sourceKey: String, version: String = "", box: (width: Int, height: Int), allowUpscale: Bool) {
+    init(sourceKey: String, version: FileIdentity? = nil, box: (width: Int, height: Int), allowUpscale: Bool) {
         self.sourceKey = sourceKey
         self.version = version
         self.width = box.width
@@ -28,7 +28,7 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The source and version together: what one data load reads.
-    var versionedSourceKey: String { version.isEmpty ? sourceKey : sourceKey + "#" + version }
+    var versionedSourceKey: String { version.map { sourceKey + "#" + $0.description } ?? sourceKey }
 
     /// Whether this key names the image at its own size.
     public var isOriginal: Bool { width == 0 }

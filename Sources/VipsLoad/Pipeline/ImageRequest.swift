@@ -94,7 +94,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
-        let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.map(FileIdentity.current(of:)) ?? "",
+        let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
                                 box: box, allowUpscale: options.contains(.allowUpscale))
         return ValidatedRequest(request: self, key: key)
     }
