@@ -10,6 +10,7 @@ public struct DecodeLimits: Sendable, Hashable {
     /// Largest encoded input in bytes. Default 256 MiB.
     public var maxInputBytes: Int
 
+    /// Limits; each parameter defaults as its property documents.
     public init(maxPixelCount: Int = 100_000_000, maxDimension: Int = 65_500, maxPages: Int = 1_000,
                 maxInputBytes: Int = 256 << 20) {
         self.maxPixelCount = maxPixelCount

@@ -11,6 +11,7 @@ public struct DecodeOptions: Sendable, Hashable {
     /// How far to shrink while decoding. Default `.fast`.
     public var shrinkOnLoad: ShrinkOnLoad
 
+    /// Options; each parameter defaults as its property documents.
     public init(limits: DecodeLimits = DecodeLimits(), strict: Bool = false,
                 allowedFormats: Set<ImageFormat> = ImageFormat.defaultAllowed,
                 shrinkOnLoad: ShrinkOnLoad = .fast) {

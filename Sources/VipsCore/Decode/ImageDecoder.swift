@@ -10,6 +10,7 @@ public struct ImageDecoder: Sendable {
     /// The options every call uses.
     public var options: DecodeOptions
 
+    /// A decoder with `options` (default `DecodeOptions()`: 100 MP limit, lenient, fast shrink-on-load).
     public init(options: DecodeOptions = DecodeOptions()) {
         self.options = options
     }

@@ -29,6 +29,7 @@ public final class DiskCache: Sendable {
         let data: ImageData
     }
 
+    /// The folder, size limit and checks the cache was opened with.
     public let configuration: Configuration
     let entriesDirectory: String
     let temporaryDirectory: String

@@ -22,6 +22,7 @@ extension DiskCache {
         /// time (a pipeline decodes at once). Default 1 hour.
         public var abandonedFileLifetime: TimeInterval
 
+        /// A configuration for the cache in `directory`; each other parameter defaults as its property documents.
         public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024,
                     fullVerificationLimit: Int = 8 * 1024 * 1024, abandonedFileLifetime: TimeInterval = 3600) {
             self.directory = directory

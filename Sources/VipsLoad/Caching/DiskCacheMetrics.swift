@@ -18,5 +18,6 @@ public struct DiskCacheMetrics: Sendable, Hashable {
     /// Sweeps run (background and explicit).
     public var sweeps = 0
 
+    /// All counters at zero.
     public init() {}
 }

@@ -19,6 +19,7 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
     /// with a 5xx status or a network error. Nil when the response gave none.
     public var staleIfError: TimeInterval?
 
+    /// Metadata with the given validators and freshness (normally parsed from a response instead).
     public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil,
                 requiresRevalidation: Bool = false, contentType: String? = nil) {
         self.etag = etag

@@ -21,6 +21,7 @@ import FoundationNetworking
 ///   costs the caching, not the image: the body moves to a temporary file and
 ///   is delivered uncached, without a second download.
 public final class HTTPDataLoader: ImageDataLoading {
+    /// The timeouts, limits, retries and caching the loader was made with.
     public let configuration: Configuration
     private let session: URLSession
     private let delegate: HTTPSessionDelegate

@@ -33,6 +33,7 @@ extension HTTPDataLoader {
         /// `Accept: image/*,*/*;q=0.8` and a `User-Agent` naming VipsLoad.
         public var headers: [String: String]
 
+        /// A configuration; each parameter defaults as its property documents.
         public init(maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
                     resourceTimeout: TimeInterval = 300, maxBodyBytes: Int = 256 * 1024 * 1024,
                     maxRedirects: Int = 10, retryPolicy: HTTPRetryPolicy = .none,

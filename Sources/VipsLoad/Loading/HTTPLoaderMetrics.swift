@@ -19,5 +19,6 @@ public struct HTTPLoaderMetrics: Sendable, Hashable {
     /// Loads that ended in an error (each shared load counted once).
     public var failures = 0
 
+    /// All counters at zero.
     public init() {}
 }

@@ -16,6 +16,7 @@ public struct HTTPRetryPolicy: Sendable, Hashable {
     /// for). Default 30 s.
     public var maxDelay: TimeInterval
 
+    /// A policy of up to `maxRetries` retries of transient failures, with the delays its properties document.
     public init(maxRetries: Int = 2, initialDelay: TimeInterval = 0.5, maxDelay: TimeInterval = 30) {
         self.maxRetries = maxRetries
         self.initialDelay = initialDelay

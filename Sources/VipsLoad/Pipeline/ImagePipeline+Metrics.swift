@@ -50,6 +50,7 @@ extension ImagePipeline {
         /// HTTP attempts repeated after a transient failure.
         public var retries = 0
 
+        /// All counters at zero.
         public init() {}
 
         public var description: String {

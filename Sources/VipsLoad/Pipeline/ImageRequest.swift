@@ -45,7 +45,16 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// The order in which waiting work is started: higher first, first come
     /// first served within one priority.
     public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable {
-        case veryLow, low, normal, high, veryHigh
+        /// Work nobody waits for yet: prefetching, rows far off screen.
+        case veryLow
+        /// Work that may wait for everything else.
+        case low
+        /// The default.
+        case normal
+        /// Work the user is about to see.
+        case high
+        /// Work the user is waiting for now.
+        case veryHigh
 
         public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
     }
