@@ -40,14 +40,10 @@ struct ThumbEngine: Sendable {
                 group.addTask {
                     let started = DispatchTime.now().uptimeNanoseconds
                     let result: Result<Bitmap, VipsError>
-                    do {
+                    do throws(VipsError) {
                         result = .success(try await pipeline.image(for: request))
-                    } catch let error as VipsError {
-                        result = .failure(error)
-                    } catch is CancellationError {
-                        result = .failure(VipsError(.cancelled, "cancelled"))
                     } catch {
-                        result = .failure(VipsError(.internal, "\(error)"))
+                        result = .failure(error)
                     }
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         encodeQueue.async {
