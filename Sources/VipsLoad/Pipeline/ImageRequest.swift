@@ -84,13 +84,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// version) and pixel box; `.invalidArgument` for a size or scale no
     /// decode can produce.
     func validated() throws(VipsError) -> ValidatedRequest {
-        let sizeIsValid: Bool
-        switch size {
-        case .original: sizeIsValid = true
-        case .maxPixelSize(let side): sizeIsValid = side > 0
-        case .fit(let width, let height): sizeIsValid = width > 0 && height > 0
-        }
-        guard sizeIsValid, scale > 0, scale.isFinite else {
+        guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
