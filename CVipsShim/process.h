@@ -67,6 +67,12 @@ static inline int vl_resize_hv(VipsImage *in, VipsImage **out, double hscale, do
 
 /* ---- encoding ------------------------------------------------------------ */
 
+/* libvips' built-in sRGB profile (the one decoded pixels are in), as a blob the caller unrefs. */
+static inline VipsBlob *vl_srgb_profile(void) {
+    VipsBlob *profile = NULL;
+    return vips_profile_load("srgb", &profile, NULL) ? NULL : profile;
+}
+
 static inline int vl_jpegsave_options(VipsImage *in, void **buf, size_t *len, int quality, gboolean interlace,
                                       VipsForeignSubsample subsample, gboolean strip) {
     return vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", interlace, "subsample_mode", subsample,

@@ -8,9 +8,17 @@ public struct BitmapSource: Sendable, Hashable {
     /// decoded leniently, filling what was missing: the pixels may be
     /// incomplete. Always false in strict mode, where damage is an error.
     public let decodedLeniently: Bool
+    /// Whether the encoded bytes came from a data cache (the pipeline's disk
+    /// cache) rather than from their source.
+    public let fromDataCache: Bool
+    /// The source's EXIF and profile, when the decode was asked to keep them
+    /// (for an encoder keeping metadata); nil otherwise.
+    public let metadata: ImageMetadata?
 
-    public init(info: ImageInfo, decodedLeniently: Bool) {
+    public init(info: ImageInfo, decodedLeniently: Bool, fromDataCache: Bool = false, metadata: ImageMetadata? = nil) {
         self.info = info
         self.decodedLeniently = decodedLeniently
+        self.fromDataCache = fromDataCache
+        self.metadata = metadata
     }
 }

@@ -15,11 +15,13 @@ extension ImageDecoder {
     /// scale per side. Without `allowUpscale` no side grows beyond the image's:
     /// `fill` and `stretch` give at most the image's own size per side, and
     /// `contain` pads a small image to the box without enlarging it.
+    /// `keepingMetadata` also reads the source's EXIF block (and notes its
+    /// profile) into `source.metadata`, for an encoder that keeps metadata.
     ///
     /// - Throws: `.invalidArgument` for a zero or negative size, a bad scale,
     ///   or a mode that needs a box given a one-sided size; otherwise the decode's errors.
     public func decode(_ input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double = 1,
-                       allowUpscale: Bool = false) throws(VipsError) -> Bitmap {
+                       allowUpscale: Bool = false, keepingMetadata: Bool = false) throws(VipsError) -> Bitmap {
         try VipsRuntime.start()
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
@@ -32,7 +34,8 @@ extension ImageDecoder {
         // lenient decode of damaged data is the one that warns (libjpeg's
         // "premature end", libpng's CRC and truncation complaints).
         let damaged = !options.strict && VipsRuntime.takeLastWarning() != nil
-        return bitmap.withSource(BitmapSource(info: header, decodedLeniently: damaged))
+        let metadata = keepingMetadata ? try self.metadata(input) : nil
+        return bitmap.withSource(BitmapSource(info: header, decodedLeniently: damaged, metadata: metadata))
     }
 
     private func decode(_ input: ImageInput, header: ImageInfo, size: TargetSize, mode: ResizeMode, scale: Double,
