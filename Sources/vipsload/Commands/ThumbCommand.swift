@@ -13,21 +13,20 @@ import VipsLoad
 /// `--cache-dir`) while the files are being decoded.
 enum ThumbCommand {
     static let usage = """
-        usage: vipsload thumb [--size N] [--out DIR] [--format jpeg|png|webp] [--quality Q]
-                              [--jobs N] [--input-list FILE|-] [--cache-dir DIR] [--cache-size MB]
+        usage: vipsload thumb [--size S] [--fit MODE] [--gravity G] [--background C]
+                              [--format jpeg|png|webp|avif|gif] [--quality Q] [--keep-metadata]
+                              [--out DIR] [--jobs N] [--input-list FILE|-] [--cache-dir DIR] [--cache-size MB]
                               [--strict] [--max-pixels N] [--allow LIST] [INPUT...]
 
-        Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
+        Writes a thumbnail of each input sized by --size and --fit (never enlarged) to
         DIR as <input name without extension>.<format>. An input is a file, a folder
         (searched recursively for images; its sub-folders are kept under DIR) or an
         http(s) URL (named after the URL's last path component). Inputs are
         processed in parallel; a failed input is reported on stderr and the rest
         carry on.
 
-          --size N           fit in N×N pixels (default 256)
+        \(ProcessingFlags.help)
           --out DIR          output folder (default ./thumbnails)
-          --format F         jpeg, png or webp (default jpeg)
-          --quality Q        JPEG/WebP quality 1-100 (default 80)
           --jobs N           images processed at once (default: the number of cores)
           --input-list FILE  also read inputs from FILE ('-' for standard input), one
                              per line; blank lines and lines starting with # are skipped
@@ -49,8 +48,8 @@ enum ThumbCommand {
 
     /// What every job needs to make and write its thumbnail.
     private struct Settings {
-        let size: Int
-        let format: ImageEncoder.Format
+        let processing: ProcessingFlags.Settings
+        var format: OutputFormat { processing.format }
         let outputFolder: URL
         let jobs: Int
         let decodeOptions: DecodeOptions
@@ -58,28 +57,22 @@ enum ThumbCommand {
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir",
-                                                           "cache-size"]),
-            flagOptions: DecoderFlags.flagOptions)
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions)
+                .union(["out", "jobs", "input-list", "cache-dir", "cache-size"]),
+            flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions))
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
             throw ArgumentParser.UsageError(description: "no INPUT given")
         }
-        let size = try parsed.int("size", default: 256, in: 1...65_500)
-        let quality = try parsed.int("quality", default: 80, in: 1...100)
+        let processing = try ProcessingFlags.settings(parsed)
         let jobs = try parsed.int("jobs", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
         let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
         if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
             throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
         }
-        let format: ImageEncoder.Format
-        switch try parsed.choice("format", ["jpeg", "jpg", "png", "webp"], default: "jpeg") {
-        case "png": format = .png()
-        case "webp": format = .webp(quality: quality)
-        default: format = .jpeg(quality: quality)
-        }
-        let settings = Settings(size: size, format: format, outputFolder: URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
+        let format = processing.format
+        let settings = Settings(processing: processing, outputFolder: URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
                                 jobs: jobs, decodeOptions: try DecoderFlags.options(parsed))
 
         var inputs = parsed.positional
@@ -140,8 +133,9 @@ enum ThumbCommand {
                         let job = files[index]
                         guard case .file(let path) = job.item.location else { continue }
                         do throws(VipsError) {
-                            let bitmap = try decoder.decode(.file(path), size: .maxPixelSize(settings.size))
-                            let data = try ImageEncoder().encode(bitmap, as: settings.format)
+                            let bitmap = try decoder.decode(.file(path), size: settings.processing.size, mode: settings.processing.mode,
+                                                            keepingMetadata: settings.processing.keepMetadata)
+                            let data = try encode(bitmap, settings)
                             try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
                             progress.finished(failed: false)
                         } catch {
@@ -160,7 +154,11 @@ enum ThumbCommand {
                                       _ progress: Progress) async {
         guard !downloads.isEmpty else { return }
         let pipeline = makePipeline(settings, cache: cache)
-        let requests = downloads.map { ImageRequest(url: $0.1, size: .maxPixelSize(settings.size)) }
+        let processing = settings.processing
+        let requests = downloads.map {
+            ImageRequest(url: $0.1, size: processing.size, mode: processing.mode,
+                         options: processing.keepMetadata ? [.keepMetadata] : [])
+        }
         for await result in pipeline.images(for: requests) {
             let job = downloads[result.index].0
             do throws(VipsError) {
@@ -169,7 +167,7 @@ enum ThumbCommand {
                 case .success(let decoded): bitmap = decoded
                 case .failure(let error): throw error
                 }
-                try write(ImageEncoder().encode(bitmap, as: settings.format), to: settings.outputFolder.appendingPathComponent(job.output))
+                try write(encode(bitmap, settings), to: settings.outputFolder.appendingPathComponent(job.output))
                 progress.finished(failed: false)
             } catch {
                 progress.report(failure: "vipsload thumb: \(job.item.input): \(error.kind): \(error.message(about: job.item.input))")
@@ -191,6 +189,12 @@ enum ThumbCommand {
             }
         }
         return ImagePipeline(configuration: configuration)
+    }
+
+    /// The encoded thumbnail, as the processing flags ask.
+    private static func encode(_ bitmap: Bitmap, _ settings: Settings) throws(VipsError) -> Data {
+        try ImageEncoder().encode(bitmap, as: settings.format, keepingMetadata: settings.processing.keepMetadata,
+                                  background: settings.processing.background).data
     }
 
     /// Writes atomically (temporary file, then rename) so no half-written thumbnail is ever seen.
