@@ -65,6 +65,13 @@ static inline int vl_resize_hv(VipsImage *in, VipsImage **out, double hscale, do
     return vips_resize(in, out, hscale, "vscale", vscale, NULL);
 }
 
+/* Every page of a multi-page or animated image, stacked top to bottom (n = -1). */
+static inline VipsImage *vl_load_named_all_pages(const char *loader, VipsSource *source, VipsAccess access,
+                                                 VipsFailOn fail_on) {
+    VipsImage *out = NULL;
+    return vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "n", -1, NULL) ? NULL : out;
+}
+
 /* ---- encoding ------------------------------------------------------------ */
 
 /* libvips' built-in sRGB profile (the one decoded pixels are in), as a blob the caller unrefs. */
