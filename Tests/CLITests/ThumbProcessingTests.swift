@@ -51,3 +51,30 @@ final class ThumbProcessingTests: XCTestCase {
         }
     }
 }
+
+/// Animated inputs through `thumb --animated` and `info --json`.
+final class AnimatedCLITests: XCTestCase {
+    func testAnimatedThumbnailsKeepEveryFrameAndInfoReportsThem() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let frames = try [UInt8(0), 120, 240].map { level in
+            try Bitmap(width: 90, height: 60, channels: 3, pixels: [UInt8](repeating: level, count: 90 * 60 * 3))
+        }
+        let gif = dir.appendingPathComponent("clip.gif")
+        try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [50, 60, 70]), as: .gif).data.write(to: gif)
+        let out = dir.appendingPathComponent("out")
+        for format in ["webp", "gif"] {
+            let result = try CLIHarness.run(["thumb", "--animated", "--size", "45", "--format", format, "--out", out.path, gif.path])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let info = try CLIHarness.run(["info", "--json", out.appendingPathComponent("clip.\(format)").path])
+            XCTAssertEqual(info.status, 0, info.stderr)
+            XCTAssertTrue(info.stdout.contains("\"width\":45") || info.stdout.contains("\"width\": 45"), info.stdout)
+            XCTAssertTrue(info.stdout.contains("\"frames\":3") || info.stdout.contains("\"frames\": 3"), info.stdout)
+            XCTAssertTrue(info.stdout.contains("[50,60,70]"), info.stdout)
+        }
+        let still = try CLIHarness.run(["thumb", "--size", "45", "--format", "gif", "--out", dir.appendingPathComponent("still").path, gif.path])
+        XCTAssertEqual(still.status, 0, still.stderr)
+        XCTAssertEqual(try ImageDecoder().info(.file(dir.appendingPathComponent("still/clip.gif").path)).pages, 1,
+                       "without --animated, the first frame")
+        XCTAssertEqual(try CLIHarness.run(["thumb", "--animated", "--format", "jpeg", "--out", out.path, gif.path]).status, 2)
+    }
+}

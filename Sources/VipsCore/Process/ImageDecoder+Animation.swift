@@ -61,6 +61,24 @@ extension ImageDecoder {
     }
 }
 
+extension ImageDecoder {
+    /// The frame delays (milliseconds) and loop count (0 = forever) of an
+    /// animated GIF or WebP, from its header (no pixels decoded); nil for
+    /// other formats and still images.
+    public func animationTiming(_ input: ImageInput) throws(VipsError) -> (delays: [Int], loopCount: Int)? {
+        let header = try info(input)
+        guard header.pages > 1, header.format == .gif || header.format == .webp,
+              let loader = header.format.libvipsLoader else { return nil }
+        let timing = try input.withSource { source throws(VipsError) -> (delays: [Int], loopCount: Int) in
+            let image = try Self.load(input.label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE) }
+            let delays = image.intArray("delay")
+            return ((0..<header.pages).map { $0 < delays.count ? max(0, delays[$0]) : 100 }, max(0, image.int("loop") ?? 0))
+        }
+        VipsRuntime.discardErrorMessages()
+        return timing
+    }
+}
+
 extension ImageEncoder {
     /// Encodes an animation as animated GIF or WebP (`format` `.gif` or
     /// `.webp`), with its delays and loop count; metadata is not written.

@@ -5,7 +5,7 @@ import VipsCore
 /// Kept apart from the command so its parsing can change without touching them.
 enum ProcessingFlags {
     static let valueOptions: Set<String> = ["size", "fit", "gravity", "background", "format", "quality"]
-    static let flagOptions: Set<String> = ["keep-metadata"]
+    static let flagOptions: Set<String> = ["keep-metadata", "animated"]
     static let help = """
           --size S           WxH (a box), Wx (width only), xH (height only), or N for N×N
                              (default 256); pixels
@@ -21,6 +21,8 @@ enum ProcessingFlags {
           --quality Q        JPEG/WebP/AVIF quality 1-100 (default 80)
           --keep-metadata    keep the EXIF block (orientation reset to 1) and mark the
                              colour profile; stripped by default
+          --animated         keep every frame of animated GIF/WebP files (each fitted the same
+                             way); needs --format gif or webp and --fit inside (local files only)
         """
 
     /// What the flags ask for.
@@ -30,6 +32,7 @@ enum ProcessingFlags {
         var format: OutputFormat
         var background: Colour
         var keepMetadata: Bool
+        var animated: Bool
     }
 
     static func settings(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Settings {
@@ -65,8 +68,15 @@ enum ProcessingFlags {
         case "gif": format = .gif
         default: format = .jpeg(quality: quality)
         }
+        let animated = parsed.flag("animated")
+        if animated {
+            switch (format, mode) {
+            case (.gif, .fit), (.webp, .fit): break
+            default: throw ArgumentParser.UsageError(description: "--animated needs --format gif or webp and --fit inside")
+            }
+        }
         return Settings(size: size, mode: mode, format: format, background: background,
-                        keepMetadata: parsed.flag("keep-metadata"))
+                        keepMetadata: parsed.flag("keep-metadata"), animated: animated)
     }
 
     /// "WxH", "Wx", "xH" or "N" (N×N), each side 1–65500.

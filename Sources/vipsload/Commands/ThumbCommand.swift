@@ -133,9 +133,15 @@ enum ThumbCommand {
                         let job = files[index]
                         guard case .file(let path) = job.item.location else { continue }
                         do throws(VipsError) {
-                            let bitmap = try decoder.decode(.file(path), size: settings.processing.size, mode: settings.processing.mode,
-                                                            keepingMetadata: settings.processing.keepMetadata)
-                            let data = try encode(bitmap, settings)
+                            let data: Data
+                            if settings.processing.animated {
+                                let animation = try decoder.decodeAnimation(.file(path), size: settings.processing.size)
+                                data = try ImageEncoder().encode(animation, as: settings.format).data
+                            } else {
+                                let bitmap = try decoder.decode(.file(path), size: settings.processing.size, mode: settings.processing.mode,
+                                                                keepingMetadata: settings.processing.keepMetadata)
+                                data = try encode(bitmap, settings)
+                            }
                             try write(data, to: settings.outputFolder.appendingPathComponent(job.output))
                             progress.finished(failed: false)
                         } catch {
