@@ -177,4 +177,27 @@ final class PipelineProcessingTests: XCTestCase {
             XCTAssertEqual((error as? VipsError)?.kind, .fileNotFound)
         }
     }
+
+    func testAnimatedImageKeepsEveryFrameOptIn() async throws {
+        let folder = try ImageFolder()
+        let frames = try [UInt8(10), 130, 250].map { level in
+            try Bitmap(width: 60, height: 40, channels: 3, pixels: [UInt8](repeating: level, count: 60 * 40 * 3))
+        }
+        let encoded = try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [40, 80, 120], loopCount: 0), as: .webp())
+        let path = try folder.write("clip.webp", encoded.data)
+        let pipeline = ImagePipeline.testing()
+        let animation = try await pipeline.animatedImage(for: ImageRequest(path: path, size: .maxPixelSize(30), scale: 1))
+        XCTAssertEqual(animation.frameCount, 3)
+        XCTAssertEqual([animation.width, animation.height], [30, 20])
+        XCTAssertEqual(animation.delays, [40, 80, 120])
+        let first = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(30)))
+        XCTAssertEqual([first.width, first.height], [30, 20], "without the opt-in: the first frame")
+        XCTAssertEqual(first.source?.info.pages, 3)
+        do {
+            _ = try await pipeline.animatedImage(for: ImageRequest(path: path, size: .maxPixelSize(30), mode: .fill()))
+            XCTFail("animations are fitted")
+        } catch {
+            XCTAssertEqual(error.kind, .invalidArgument)
+        }
+    }
 }
