@@ -200,4 +200,25 @@ final class PipelineProcessingTests: XCTestCase {
             XCTAssertEqual(error.kind, .invalidArgument)
         }
     }
+
+    func testCancellingEveryProcessedTaskCancelsItsDecodeAndLoad() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 320, height: 240)
+        let gate = GatedLoader()
+        let pipeline = ImagePipeline.testing(loader: gate)
+        let request = ImageRequest(path: path, size: .maxPixelSize(64), processors: [ImageProcessors.Greyscale()])
+        let tasks = (0..<3).map { _ in pipeline.imageTask(with: request) }
+        await waitUntil("the load waits at the gate") { gate.waiting == 1 }
+        XCTAssertEqual(pipeline.inFlight.decodeJobs, 2, "a processing unit over a decode unit")
+        for task in tasks { task.cancel() }
+        await waitUntil("the held load is cancelled") { gate.cancelledWaits == 1 }
+        await waitUntil("every table empties") { pipeline.inFlight.tablesAreEmpty }
+        gate.open()
+        XCTAssertEqual(pipeline.metrics.decodesStarted, 0)
+        for task in tasks { XCTAssertEqual(task.state, .cancelled) }
+        // Nothing failed is kept: the same request now loads and processes.
+        let bitmap = try await pipeline.image(for: request)
+        let pixel = try XCTUnwrap(bitmap.pixel(x: 10, y: 10))
+        XCTAssertTrue(pixel[0] == pixel[1] && pixel[1] == pixel[2])
+    }
 }
