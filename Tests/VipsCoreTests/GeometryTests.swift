@@ -62,6 +62,13 @@ final class GeometryTests: XCTestCase {
         let cut = data.prefix(data.count * 2 / 3)
         let bitmap = try decoder.decode(.data(Data(cut)), size: .fit(width: 64, height: 64), mode: .fit)
         XCTAssertEqual(bitmap.source?.decodedLeniently, true)
+        // Intact files of every output format decode without being marked.
+        let photo = try ImageSynthesizer.bitmap(width: 64, height: 48)
+        for format in [OutputFormat.avif(), .webp(), .png(), .gif, .jpeg()] {
+            let intact = try ImageEncoder().encode(photo, as: format).data
+            XCTAssertEqual(try decoder.decode(.data(intact), size: .maxPixelSize(32), mode: .fit).source?.decodedLeniently, false,
+                           "\(format)")
+        }
         let strict = ImageDecoder(options: DecodeOptions(strict: true))
         XCTAssertThrowsError(try strict.decode(.data(Data(cut)), size: .fit(width: 64, height: 64), mode: .fit))
     }

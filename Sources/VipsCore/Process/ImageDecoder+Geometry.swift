@@ -33,7 +33,9 @@ extension ImageDecoder {
         // Warnings are noted per thread, and this decode ran on this one: a
         // lenient decode of damaged data is the one that warns (libjpeg's
         // "premature end", libpng's CRC and truncation complaints).
-        let damaged = !options.strict && VipsRuntime.takeLastWarning() != nil
+        // (libjpeg's reaches the handler with an empty text, so warnings are
+        // told apart by the known harmless ones instead.)
+        let damaged = !options.strict && VipsRuntime.takeLastWarning().map { !Self.isHarmlessWarning($0) } == true
         let metadata = keepingMetadata ? try self.metadata(input) : nil
         return bitmap.withSource(BitmapSource(info: header, decodedLeniently: damaged, metadata: metadata))
     }
@@ -62,6 +64,12 @@ extension ImageDecoder {
                                     allowUpscale: allowUpscale).withScale(scale)
             return try Self.pad(fitted, to: box, background: background, gravity: gravity, label: label)
         }
+    }
+
+    /// Warnings libvips gives for intact files: libheif's note that it
+    /// ignores an AVIF's nclx colour description (every AVIF libvips writes has one).
+    static func isHarmlessWarning(_ message: String) -> Bool {
+        message.lowercased().contains("ignoring nclx profile")
     }
 
     /// The one-sided target (in pixels, as points at scale 1 would be) whose
