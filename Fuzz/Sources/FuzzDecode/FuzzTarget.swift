@@ -120,4 +120,6 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     }
     // Full size, only when small: the path without any shrink.
     if info.pixelCount <= 65_536, let bitmap = try? lenient.decode(input) { check(bitmap, fits: nil, "original") }
+    // Resize modes and processors with random parameters (FuzzGeometry.swift).
+    fuzzGeometry(data, info: info, decoder: lenient)
 }

@@ -14,14 +14,19 @@ public struct Bitmap: Sendable {
     public let channels: Int
     /// The display scale the bitmap was made for: its size in points is the pixel size / `scale`.
     public let scale: Double
+    /// What the pixels were decoded from, when a decode that records it made
+    /// them (`ImageDecoder.decode(_:size:mode:scale:allowUpscale:)`, and so
+    /// every pipeline result); processors and resizes keep it. Nil otherwise.
+    public let source: BitmapSource?
     let storage: PixelStorage
 
-    init(width: Int, height: Int, channels: Int, scale: Double, storage: PixelStorage) {
+    init(width: Int, height: Int, channels: Int, scale: Double, storage: PixelStorage, source: BitmapSource? = nil) {
         self.width = width
         self.height = height
         self.channels = channels
         self.scale = scale
         self.storage = storage
+        self.source = source
     }
 
     /// Makes a bitmap from interleaved 8-bit sRGB pixels (copied).
@@ -78,6 +83,11 @@ public struct Bitmap: Sendable {
 
     /// The same pixels, described for another display scale.
     public func withScale(_ scale: Double) -> Bitmap {
-        Bitmap(width: width, height: height, channels: channels, scale: scale, storage: storage)
+        Bitmap(width: width, height: height, channels: channels, scale: scale, storage: storage, source: source)
+    }
+
+    /// The same pixels, described as decoded from `source`.
+    public func withSource(_ source: BitmapSource?) -> Bitmap {
+        Bitmap(width: width, height: height, channels: channels, scale: scale, storage: storage, source: source)
     }
 }

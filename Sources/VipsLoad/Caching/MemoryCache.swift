@@ -174,13 +174,14 @@ public final class MemoryCache: Sendable {
     /// least as large as the decode would be, with the same aspect ratio.
     /// Upscaled entries never qualify, and `key` must not ask for upscaling.
     func largerBitmap(for key: ImageCacheKey) -> Bitmap? {
-        guard !key.isOriginal, !key.allowUpscale else { return nil }
+        guard !key.isOriginal, !key.allowUpscale, key.isPlainFit else { return nil }
         let now = entryLifetime == nil ? nil : ContinuousClock.now
         var removed: [(ImageCacheKey, Bitmap)] = []
         let found = state.withLock { state -> Bitmap? in
             guard let keys = state.keysBySource[key.sourceKey] else { return nil }
             var best: (key: ImageCacheKey, bitmap: Bitmap)?
-            for candidate in keys where candidate != key && !candidate.allowUpscale && candidate.version == key.version {
+            for candidate in keys where candidate != key && !candidate.allowUpscale && candidate.isPlainFit
+                && candidate.version == key.version {
                 guard let bitmap = state.storage.peek(candidate, now: now) else { continue }
                 let isOriginalSize = candidate.isOriginal
                     || (bitmap.width < candidate.width && bitmap.height < candidate.height)

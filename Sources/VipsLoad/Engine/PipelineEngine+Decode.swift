@@ -15,7 +15,7 @@ extension PipelineEngine {
     func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         decodes.insert(unit, for: request.key)
-        if request.readsMemoryCache, resizesFromLargerCachedImages, let larger = memoryCache?.largerBitmap(for: request.key) {
+        if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit, let larger = memoryCache?.largerBitmap(for: request.key) {
             enqueueDecode(unit, request, .bitmap(larger), &effects)
             return unit
         }
@@ -65,9 +65,11 @@ extension PipelineEngine {
         case .data(let data):
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
-                try decoder.decode(data.input, size: request.request.size, scale: request.request.scale,
-                                   allowUpscale: request.key.allowUpscale)
+                try decoder.decode(data.input, size: request.request.size, mode: request.request.mode,
+                                   scale: request.request.scale, allowUpscale: request.key.allowUpscale,
+                                   keepingMetadata: request.request.options.contains(.keepMetadata))
             }
+            result = result.map { $0.fromDataCache(data.isFromDataCache) }
             metrics.decodesFinished.add(1, ordering: .relaxed)
             if case .success(let bitmap) = result { metrics.bytesDecoded.add(bitmap.cost, ordering: .relaxed) }
             // The decoder names the file it read: a download's is a temporary
@@ -78,6 +80,7 @@ extension PipelineEngine {
             result = Result { () throws(VipsError) -> Bitmap in
                 try decoder.resize(larger, to: request.request.size, scale: request.request.scale)
             }
+            result = result.map { $0.withSource(larger.source) }
         }
         perform { effects in
             // Stored before the unit leaves its table (same locked section), so

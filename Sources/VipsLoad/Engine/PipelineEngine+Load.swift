@@ -72,7 +72,7 @@ extension PipelineEngine {
         }
         if let fresh {
             dataCacheHits.add(1, ordering: .relaxed)
-            finishLoad(unit, .success(fresh))
+            finishLoad(unit, .success(ImageData(fromDataCache: fresh)))
             return
         }
         perform { effects in

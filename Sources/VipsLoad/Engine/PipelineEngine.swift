@@ -45,9 +45,12 @@ final class PipelineEngine: @unchecked Sendable {
 
     /// Test hook: called on the decode thread as each decode or downscale starts.
     let decodeObserver = LockedState<(@Sendable (ImageCacheKey) -> Void)?>(nil)
+    /// Test hook: called on the decode thread as each processing unit's processors start.
+    let processObserver = LockedState<(@Sendable (ImageCacheKey) -> Void)?>(nil)
 
     // Guarded by `lock`.
     private let lock = Lock(rank: .engine)
+    /// Decode units, and processing units (keys with processors) beside them.
     let decodes = WorkTable<ImageCacheKey, Bitmap>()
     let loads = WorkTable<String, ImageData>()
     var attachedTasks = 0
@@ -114,7 +117,7 @@ final class PipelineEngine: @unchecked Sendable {
                 // first look: completion stores the bitmap and leaves the table
                 // in one locked section, so this second look cannot miss it.
                 if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
-                unit = startDecode(request, &effects)
+                unit = startWork(request, &effects)
             }
             task.subscription = unit.subscribe(priority: task.priority, storesResult: request.writesMemoryCache,
                                                &effects) { [weak task] event in

@@ -11,17 +11,33 @@ public final class ImageData: Sendable {
     /// Encoded size in bytes.
     public let byteCount: Int
     private let temporaryPath: String?
+    /// Whether the bytes were read from the pipeline's data cache (a disk-cache
+    /// hit) rather than loaded from their source.
+    let isFromDataCache: Bool
+    /// The data this wraps, kept alive (and its temporary file with it).
+    private let wrapped: ImageData?
 
     /// - Parameter removingFileOnRelease: true when `input` is a temporary file
     ///   this object owns and deletes when released.
     public init(input: ImageInput, byteCount: Int, removingFileOnRelease: Bool = false) {
         self.input = input
         self.byteCount = byteCount
+        isFromDataCache = false
+        wrapped = nil
         if removingFileOnRelease, case .file(let path) = input {
             temporaryPath = path
         } else {
             temporaryPath = nil
         }
+    }
+
+    /// The same bytes, marked as read from the data cache.
+    init(fromDataCache data: ImageData) {
+        input = data.input
+        byteCount = data.byteCount
+        temporaryPath = nil
+        isFromDataCache = true
+        wrapped = data
     }
 
     deinit {

@@ -17,8 +17,15 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     let height: Int
     /// Whether images smaller than the box are enlarged (always false for the original size).
     let allowUpscale: Bool
+    /// The resize mode, "" for fit.
+    let geometry: String
+    /// The processors' identifiers in order, "" for none.
+    let processing: String
 
-    init(sourceKey: String, version: FileIdentity? = nil, box: (width: Int, height: Int), allowUpscale: Bool) {
+    init(sourceKey: String, version: FileIdentity? = nil, box: (width: Int, height: Int), allowUpscale: Bool,
+         geometry: String = "", processing: String = "") {
+        self.geometry = geometry
+        self.processing = processing
         self.sourceKey = sourceKey
         self.version = version
         self.width = box.width
@@ -30,11 +37,23 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// The source and version together: what one data load reads.
     var versionedSourceKey: String { version.map { sourceKey + "#" + $0.description } ?? sourceKey }
 
+    /// The key of the decode a processed result is made from: the same
+    /// source, box and mode without the processors.
+    var withoutProcessing: ImageCacheKey {
+        ImageCacheKey(sourceKey: sourceKey, version: version, box: (width, height), allowUpscale: allowUpscale,
+                      geometry: geometry)
+    }
+
+    /// Whether the key names a plain fit (no other mode, no processors): the
+    /// only kind a larger cached bitmap can be downscaled to, or from.
+    var isPlainFit: Bool { geometry.isEmpty && processing.isEmpty }
+
     /// Whether this key names the image at its own size.
     public var isOriginal: Bool { width == 0 }
 
     /// The source key, then the pixel box ("original" for the image's own size).
     public var description: String {
-        isOriginal ? "\(sourceKey) original" : "\(sourceKey) \(width)x\(height)\(allowUpscale ? " upscaled" : "")"
+        (isOriginal ? "\(sourceKey) original" : "\(sourceKey) \(width)x\(height)\(allowUpscale ? " upscaled" : "")")
+            + (geometry.isEmpty ? "" : " \(geometry)") + (processing.isEmpty ? "" : " [\(processing)]")
     }
 }

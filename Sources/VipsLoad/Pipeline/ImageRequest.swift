@@ -8,8 +8,18 @@ import Foundation
 public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// Where the encoded bytes come from.
     public var source: ImageSource
-    /// The size to decode to, in points. Default `.original`.
+    /// The size to decode to, in points (pixels = points × `scale`). Default `.original`.
     public var size: TargetSize
+    /// How the image is brought to `size`: fit inside it (the default), fill
+    /// and crop, contain (letterbox) or stretch. Modes other than `.fit` need
+    /// a box (`.fit` or `.maxPixelSize`). Part of the cache key.
+    public var mode: ResizeMode
+    /// Applied in order to the decoded bitmap, on the decode threads. Their
+    /// identifiers are part of the cache key: a processed result is cached
+    /// and coalesced under its own key, and shares the data load and the
+    /// decode with every other request for the same source and geometry.
+    /// Default none.
+    public var processors: [any ImageProcessing]
     /// Pixels per point: the pixel box is `size` × `scale`, and the bitmap is
     /// tagged with this scale. Default 1.
     public var scale: Double
@@ -20,26 +30,30 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public var options: Options
 
     /// A request for `source`; every parameter but the source has its documented default.
-    public init(source: ImageSource, size: TargetSize = .original, scale: Double = 1,
-                priority: Priority = .normal, options: Options = []) {
+    public init(source: ImageSource, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
         self.source = source
         self.size = size
+        self.mode = mode
+        self.processors = processors
         self.scale = scale
         self.priority = priority
         self.options = options
     }
 
     /// A request for the image file at `path`.
-    public init(path: String, size: TargetSize = .original, scale: Double = 1,
-                priority: Priority = .normal, options: Options = []) {
-        self.init(source: .file(path), size: size, scale: scale, priority: priority, options: options)
+    public init(path: String, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
+        self.init(source: .file(path), size: size, mode: mode, scale: scale, priority: priority, options: options,
+                  processors: processors)
     }
 
     /// A request for the image at `url`: `http(s)://` is downloaded (through
     /// the disk cache when one is configured), `file://` is read from disk.
-    public init(url: URL, size: TargetSize = .original, scale: Double = 1,
-                priority: Priority = .normal, options: Options = []) {
-        self.init(source: .url(url), size: size, scale: scale, priority: priority, options: options)
+    public init(url: URL, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
+        self.init(source: .url(url), size: size, mode: mode, scale: scale, priority: priority, options: options,
+                  processors: processors)
     }
 
     /// The order in which waiting work is started: higher first, first come
@@ -74,37 +88,71 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         /// Enlarge images smaller than the target size (by default they keep
         /// their own size). Changes the pixels, so it is part of the cache key.
         public static let allowUpscale = Options(rawValue: 1 << 2)
+        /// Keep the source's EXIF (and note its ICC profile) with the bitmap,
+        /// for `ImagePipeline.encodedImage(for:as:keepingMetadata:)`. Part of
+        /// the cache key (a bitmap without it cannot serve such a request).
+        public static let keepMetadata = Options(rawValue: 1 << 3)
     }
 
-    /// The identity of the pixels this request produces: source, pixel box and
-    /// upscaling. Priority, cache options and the scale tag are not part of it.
-    /// (Without the file's version: the pipeline adds it when it serves the request.)
+    /// The identity of the pixels this request produces: source, pixel box,
+    /// upscaling, resize mode and processor identifiers. Priority, cache
+    /// options and the scale tag are not part of it. (Without the file's
+    /// version: the pipeline adds it when it serves the request.)
     public var cacheKey: ImageCacheKey {
         ImageCacheKey(sourceKey: source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
-                      allowUpscale: options.contains(.allowUpscale))
+                      allowUpscale: options.contains(.allowUpscale), geometry: geometryKey, processing: processingKey)
+    }
+
+    /// The mode's part of the cache key ("" for fit, which every older key means).
+    var geometryKey: String {
+        var key = ""
+        if case .fit = mode {} else { key = mode.description }
+        if options.contains(.keepMetadata) { key += "+metadata" }
+        return key
+    }
+
+    /// The processors' part of the cache key ("" for none).
+    var processingKey: String { ImageProcessors.Composition.identifier(of: processors) }
+
+    /// Equal when every field is, processors compared by their identifiers.
+    public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
+        lhs.source == rhs.source && lhs.size == rhs.size && lhs.mode == rhs.mode && lhs.scale == rhs.scale
+            && lhs.priority == rhs.priority && lhs.options == rhs.options && lhs.processingKey == rhs.processingKey
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source)
+        hasher.combine(size)
+        hasher.combine(mode)
+        hasher.combine(scale)
+        hasher.combine(priority)
+        hasher.combine(options)
+        hasher.combine(processingKey)
     }
 
     /// The source, then the size and scale, and any priority but `.normal`.
     public var description: String {
-        "\(source) @ \(size)×\(scale)" + (priority == .normal ? "" : " (\(priority))")
+        "\(source) @ \(size)×\(scale)" + (geometryKey.isEmpty ? "" : " \(mode)")
+            + (processors.isEmpty ? "" : " [\(processingKey)]") + (priority == .normal ? "" : " (\(priority))")
     }
 
     /// The request checked once, with its key (including the file's current
     /// version) and pixel box; `.invalidArgument` for a size or scale no
     /// decode can produce.
     func validated() throws(VipsError) -> ValidatedRequest {
-        let sizeIsValid: Bool
-        switch size {
-        case .original: sizeIsValid = true
-        case .maxPixelSize(let side): sizeIsValid = side > 0
-        case .fit(let width, let height): sizeIsValid = width > 0 && height > 0
-        }
-        guard sizeIsValid, scale > 0, scale.isFinite else {
+        guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
+        }
+        do throws(VipsError) {
+            try mode.validate(for: size)
+            for processor in processors { try processor.validate() }
+        } catch {
+            throw VipsError(.invalidArgument, "\(source): \(error.message)")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
         let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
-                                box: box, allowUpscale: options.contains(.allowUpscale))
+                                box: box, allowUpscale: options.contains(.allowUpscale),
+                                geometry: geometryKey, processing: processingKey)
         return ValidatedRequest(request: self, key: key)
     }
 }

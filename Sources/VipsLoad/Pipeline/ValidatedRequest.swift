@@ -10,4 +10,11 @@ struct ValidatedRequest: Sendable {
     var sourceKey: String { key.versionedSourceKey }
     var readsMemoryCache: Bool { !request.options.contains(.disableMemoryCacheReads) }
     var writesMemoryCache: Bool { !request.options.contains(.disableMemoryCacheWrites) }
+    /// The decode a processed request is made from: the same request without
+    /// its processors (its key the same without their identifiers).
+    var decodeStage: ValidatedRequest {
+        var plain = request
+        plain.processors = []
+        return ValidatedRequest(request: plain, key: key.withoutProcessing)
+    }
 }

@@ -37,7 +37,8 @@ enum InfoCommand {
         for item in InputCollector.collect(parsed.positional) {
             do {
                 let info = try decoder.info(.file(item.input))
-                Terminal.out(json ? jsonLine(item.input, info) : textLine(item.input, info))
+                let timing = json ? try decoder.animationTiming(.file(item.input)) : nil
+                Terminal.out(json ? jsonLine(item.input, info, timing: timing) : textLine(item.input, info))
             } catch {
                 failed = true
                 if json {
@@ -60,8 +61,9 @@ enum InfoCommand {
             + "\(info.pages) page\(info.pages == 1 ? "" : "s")"
     }
 
-    static func jsonLine(_ path: String, _ info: ImageInfo) -> String {
-        Terminal.jsonObject([
+    /// An animation adds "frames", "delays" (ms) and "loop" (0 = forever).
+    static func jsonLine(_ path: String, _ info: ImageInfo, timing: (delays: [Int], loopCount: Int)? = nil) -> String {
+        var fields: [(String, String)] = [
             ("input", JSONText.string(path)),
             ("width", String(info.width)),
             ("height", String(info.height)),
@@ -70,6 +72,12 @@ enum InfoCommand {
             ("hasAlpha", String(info.hasAlpha)),
             ("orientation", String(info.orientation)),
             ("pages", String(info.pages)),
-        ])
+        ]
+        if let timing {
+            fields += [("frames", String(timing.delays.count)),
+                       ("delays", "[" + timing.delays.map(String.init).joined(separator: ",") + "]"),
+                       ("loop", String(timing.loopCount))]
+        }
+        return Terminal.jsonObject(fields)
     }
 }

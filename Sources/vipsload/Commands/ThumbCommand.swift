@@ -14,22 +14,21 @@ import VipsLoad
 /// process's share (`Shard`), and `ThumbReporter` reports.
 enum ThumbCommand {
     static let usage = """
-        usage: vipsload thumb [-s N] [-o DIR|-] [-f jpeg|png|webp] [-Q Q] [-n TEMPLATE] [-j N]
+        usage: vipsload thumb [-s WxH|Wx|xH|N] [--fit MODE] [--gravity G] [--background C]
+                              [-f jpeg|png|webp|avif|gif] [-Q Q] [--keep-metadata] [--animated]
+                              [-o DIR|-] [-n TEMPLATE] [-j N]
                               [-i FILE|-] [--cache-dir DIR] [--cache-size MB] [--retries N]
                               [--force] [--shard K/N] [--shard-count N] [--json] [--progress]
                               [-q] [-v] [--strict] [--max-pixels N] [--allow LIST] [INPUT...|-]
 
-        Writes a thumbnail of each input that fits in N×N pixels (never enlarged) to
-        DIR, named by the --name template. An input is a file, a folder (searched
+        Writes a thumbnail of each input (by default one that fits in 256×256 pixels,
+        never enlarged) to DIR, named by the --name template. An input is a file, a folder (searched
         recursively for images), an http(s) URL, or '-' for one image on standard
         input. Inputs are processed in parallel; a failed input is reported on
         stderr and the rest carry on. A rerun skips outputs that are up to date.
 
-          -s, --size N          fit in N×N pixels (default 256)
           -o, --out DIR         output folder (default ./thumbnails); '-' writes the
                                 thumbnail of a single input to standard output
-          -f, --format F        jpeg, png or webp (default jpeg)
-          -Q, --quality Q       JPEG/WebP quality 1-100 (default 80)
           -n, --name TEMPLATE   output name without its extension (default '%d/%s'):
         \(OutputNamer.placeholderHelp)
                                 An output's name depends on its own input only. Two
@@ -59,6 +58,7 @@ enum ThumbCommand {
               --progress        show progress also when stderr is not a terminal
           -q, --quiet           no progress line, no summary (errors are still reported)
           -v, --verbose         a line for every output written or skipped
+        \(ProcessingFlags.help)
         \(DecoderFlags.help)
 
         Exit status: 0 when every input was written or up to date, 1 when any
@@ -72,8 +72,8 @@ enum ThumbCommand {
 
     /// What every job needs to make and write its thumbnail.
     private struct Settings: Sendable {
-        let size: Int
-        let format: ImageEncoder.Format
+        /// Size, resize mode, output format, background, metadata and animation.
+        let processing: ProcessingFlags.Settings
         /// The output folder, or nil for standard output.
         let outputFolder: URL?
         let jobs: Int
@@ -94,17 +94,17 @@ enum ThumbCommand {
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(["size", "out", "format", "quality", "jobs", "input-list", "cache-dir",
-                                                           "cache-size", "name", "retries", "shard", "shard-count"]),
-            flagOptions: DecoderFlags.flagOptions.union(["force", "json", "progress", "quiet", "verbose"]),
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions)
+                .union(["out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count"]),
+            flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
+                .union(["force", "json", "progress", "quiet", "verbose"]),
             shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
             throw ArgumentParser.UsageError(description: "no INPUT given")
         }
-        let size = try parsed.int("size", default: 256, in: 1...65_500)
-        let quality = try parsed.int("quality", default: 80, in: 1...100)
+        let processing = try ProcessingFlags.settings(parsed)
         let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
         let retries = try parsed.int("retries", default: 2, in: 0...100)
         let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
@@ -114,12 +114,7 @@ enum ThumbCommand {
         if parsed.flag("quiet"), parsed.flag("verbose") {
             throw ArgumentParser.UsageError(description: "--quiet and --verbose cannot be used together")
         }
-        let format: ImageEncoder.Format
-        switch try parsed.choice("format", ["jpeg", "jpg", "png", "webp"], default: "jpeg") {
-        case "png": format = .png()
-        case "webp": format = .webp(quality: quality)
-        default: format = .jpeg(quality: quality)
-        }
+        let format = processing.format
         let decodeOptions = try DecoderFlags.options(parsed)
         let toStandardOutput = parsed.value("out") == "-"
         if toStandardOutput, parsed.flag("json") {
@@ -139,10 +134,10 @@ enum ThumbCommand {
             shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment, shardCount: count) ?? .all
         }
 
-        let fingerprint = "size=\(size) format=\(format.fileExtension) quality=\(quality) strict=\(decodeOptions.strict ? 1 : 0) "
+        let fingerprint = "\(processing.fingerprint) strict=\(decodeOptions.strict ? 1 : 0) "
             + "max-pixels=\(decodeOptions.limits.maxPixelCount) "
             + "allow=\(decodeOptions.allowedFormats.map(\.rawValue).sorted().joined(separator: ","))"
-        let settings = Settings(size: size, format: format,
+        let settings = Settings(processing: processing,
                                 outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
                                 jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
 
@@ -199,13 +194,24 @@ enum ThumbCommand {
 
         let pipeline = makePipeline(settings, retries: retries,
                                     cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
-        let engine = ThumbEngine(pipeline: pipeline, size: .maxPixelSize(settings.size), window: settings.jobs * 2 + 8)
+        let engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
+            ImageRequest(source: source, size: processing.size, mode: processing.mode,
+                         options: processing.keepMetadata ? [.keepMetadata] : [])
+        }
         let jobList = runJobs
         await engine.run(jobList.map(\.source)) { index, result, started in
             let job = jobList[index]
             do throws(VipsError) {
-                let bitmap = try result.get()
-                let data = try ImageEncoder().encode(bitmap, as: settings.format)
+                let width: Int, height: Int, data: Data
+                switch try result.get() {
+                case .still(let bitmap):
+                    (width, height) = (bitmap.width, bitmap.height)
+                    data = try ImageEncoder().encode(bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
+                                                     background: processing.background).data
+                case .animation(let animation):
+                    (width, height) = (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0)
+                    data = try ImageEncoder().encode(animation, as: processing.format).data
+                }
                 if let writer {
                     let info = try writer.write(data, to: job.output)
                     if !job.identity.isEmpty {
@@ -219,7 +225,7 @@ enum ThumbCommand {
                     }
                 }
                 let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-                reporter.written(job.item.input, output: job.output, width: bitmap.width, height: bitmap.height,
+                reporter.written(job.item.input, output: job.output, width: width, height: height,
                                  bytes: data.count, milliseconds: milliseconds)
             } catch {
                 reporter.failed(job.item.input, error)

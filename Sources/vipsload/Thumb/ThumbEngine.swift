@@ -11,16 +11,26 @@ import VipsLoad
 /// At most `window` requests are in flight at once, so a run over a million
 /// inputs holds a bounded number of tasks and decoded bitmaps.
 struct ThumbEngine: Sendable {
+    /// What one input became: a still image, or every frame of an animation.
+    enum Output: Sendable {
+        case still(Bitmap)
+        case animation(AnimatedBitmap)
+    }
+
     let pipeline: ImagePipeline
-    let size: TargetSize
+    /// The request for each source (size, mode, options).
+    let request: @Sendable (ImageSource) -> ImageRequest
+    /// Decode every frame of animated inputs (`--animated`).
+    let animated: Bool
     /// Requests in flight at once.
     let window: Int
     /// Encodes and writes; concurrent, its width bounded by `window`.
     private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
 
-    init(pipeline: ImagePipeline, size: TargetSize, window: Int) {
+    init(pipeline: ImagePipeline, animated: Bool, window: Int, request: @escaping @Sendable (ImageSource) -> ImageRequest) {
         self.pipeline = pipeline
-        self.size = size
+        self.animated = animated
+        self.request = request
         self.window = max(1, window)
     }
 
@@ -29,19 +39,22 @@ struct ThumbEngine: Sendable {
     /// when the request was made, in `DispatchTime` nanoseconds); returns when
     /// every `finish` has returned.
     func run(_ sources: [ImageSource],
-             finish: @escaping @Sendable (Int, Result<Bitmap, VipsError>, UInt64) -> Void) async {
+             finish: @escaping @Sendable (Int, Result<Output, VipsError>, UInt64) -> Void) async {
         guard !sources.isEmpty else { return }
         await withTaskGroup(of: Void.self) { group in
             var next = 0
             func submit() {
                 let index = next
                 next += 1
-                let request = ImageRequest(source: sources[index], size: size, options: .disableMemoryCache)
+                var request = self.request(sources[index])
+                request.options.formUnion(.disableMemoryCache)
+                let animated = self.animated
                 group.addTask {
                     let started = DispatchTime.now().uptimeNanoseconds
-                    let result: Result<Bitmap, VipsError>
+                    let result: Result<Output, VipsError>
                     do throws(VipsError) {
-                        result = .success(try await pipeline.image(for: request))
+                        result = animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
+                                          : .success(.still(try await pipeline.image(for: request)))
                     } catch {
                         result = .failure(error)
                     }

@@ -1,0 +1,86 @@
+import Foundation
+
+extension PipelineEngine {
+    /// Starts the unit that serves `request`: its decode, or, when it has
+    /// processors, a processing unit over that decode.
+    func startWork(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
+        request.request.processors.isEmpty ? startDecode(request, &effects) : startProcess(request, &effects)
+    }
+
+    /// Creates the processing unit for `request` (keyed by the decode's key
+    /// plus the processors' identifiers, in the same table as decodes): it
+    /// runs the processors over the decode's bitmap — the memory-cached one
+    /// when there is one, otherwise the decode unit's, joined when in flight
+    /// (so different processors over one source and geometry share one decode
+    /// and one data load) or started. The unprocessed decode is not cached on
+    /// its own account: only the processed result is, under its own key.
+    func startProcess(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
+        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
+        decodes.insert(unit, for: request.key)
+        let stage = request.decodeStage
+        if stage.readsMemoryCache, let decoded = memoryCache?.peek(stage.key) {
+            enqueueProcess(unit, request, decoded, &effects)
+            return unit
+        }
+        let decode: SharedWork<Bitmap>
+        if let existing = decodes[stage.key] {
+            decode = existing
+            metrics.coalesced.add(1, ordering: .relaxed)
+        } else {
+            decode = startDecode(stage, &effects)
+        }
+        let subscription = decode.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in
+            guard let self, let unit else { return }
+            self.perform { effects in
+                switch event {
+                case .value(let bitmap):
+                    guard unit.isLive else { return }
+                    self.enqueueProcess(unit, request, bitmap, &effects)
+                case .failure(let error):
+                    unit.complete(with: .failure(error), &effects)
+                }
+            }
+        }
+        unit.attach(upstream: subscription, &effects)
+        return unit
+    }
+
+    /// Queues the unit's processors on the decode lane.
+    private func enqueueProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
+                                _ effects: inout Effects) {
+        let pool = decodePool
+        let id = pool.reserveID()
+        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
+        let priority = unit.priority
+        effects.add { [weak self] in
+            pool.enqueue(id, priority: priority) { [weak self] in self?.runProcess(unit, request, input) }
+        }
+    }
+
+    /// Runs the processors on a decode thread, stores the result under the
+    /// processed key and delivers it; a unit disposed of while queued never runs.
+    private func runProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap) {
+        guard perform({ _ in unit.begin() }) else { return }
+        processObserver.withLock { $0 }?(request.key)
+        let processors = ImageProcessors.Composition(request.request.processors)
+        var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input) }
+        result = result.mapError { error in
+            VipsError(error.kind, "\(request.request.source): \(error.message)", httpStatus: error.httpStatus)
+        }
+        perform { effects in
+            if case .success(let bitmap) = result, unit.storesResult, let memoryCache {
+                memoryCache.store(bitmap, for: request.key)
+            }
+            unit.complete(with: result, &effects)
+        }
+    }
+}
+
+extension Bitmap {
+    /// The bitmap with its source marked as read from the data cache (or not).
+    func fromDataCache(_ isFromDataCache: Bool) -> Bitmap {
+        guard isFromDataCache, let source else { return self }
+        return withSource(BitmapSource(info: source.info, decodedLeniently: source.decodedLeniently,
+                                       fromDataCache: true))
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import VipsCore
+
+extension ImagePipeline {
+    /// Every frame of an animated GIF or WebP at `request`, each fitted to
+    /// its size (points × scale) with the same geometry, with delays and loop
+    /// count; a still image is one frame. The opt-in counterpart of
+    /// `image(for:)`, which gives the first frame.
+    ///
+    /// The bytes come through the pipeline's data loader (and data cache);
+    /// the decode runs on its decode threads at the request's priority. The
+    /// frames are neither cached nor coalesced; the decoder's limits apply to
+    /// all frames together. `request.mode` must be `.fit` and it must have no processors.
+    ///
+    /// - Throws: `.invalidArgument` for another mode or processors; the load's and decode's errors.
+    public nonisolated(nonsending) func animatedImage(for request: ImageRequest) async throws(VipsError) -> AnimatedBitmap {
+        _ = try request.validated()
+        guard case .fit = request.mode, request.processors.isEmpty else {
+            throw VipsError(.invalidArgument, "\(request.source): animations are fitted, without processors")
+        }
+        let data: ImageData
+        do {
+            data = try await engine.loader.loadData(for: request.source)
+        } catch {
+            throw VipsError.from(error, source: request.source)
+        }
+        let decoder = engine.decoder
+        let result = await engine.decodePool.run(priority: request.priority) { () -> Result<AnimatedBitmap, VipsError> in
+            Result { () throws(VipsError) -> AnimatedBitmap in
+                try withExtendedLifetime(data) { () throws(VipsError) -> AnimatedBitmap in
+                    try decoder.decodeAnimation(data.input, size: request.size, scale: request.scale)
+                }
+            }
+        }
+        return try result.mapError { $0.naming(data.input, as: request.source) }.get()
+    }
+}

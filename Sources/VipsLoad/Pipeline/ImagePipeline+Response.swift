@@ -1,0 +1,44 @@
+import Foundation
+import VipsCore
+
+extension ImagePipeline {
+    /// The decoded bitmap for `request`, with the source's header, where it
+    /// came from and whether its data was damaged. `image(for:)` is the short form.
+    ///
+    /// - Throws: as `image(for:)`.
+    public nonisolated(nonsending) func response(for request: ImageRequest) async throws(VipsError) -> ImageResponse {
+        switch start(request) {
+        case .hit(let bitmap):
+            return ImageResponse(bitmap: bitmap, origin: .memoryCache)
+        case .failed(let error):
+            throw error
+        case .task(let task):
+            let bitmap = try await task.image
+            return ImageResponse(bitmap: bitmap, origin: bitmap.source?.fromDataCache == true ? .dataCache : .load)
+        }
+    }
+
+    /// The bitmap for `request` encoded as `format`. The encode runs on the
+    /// pipeline's decode threads at the request's priority, never on the
+    /// caller's. With `keepingMetadata` the source's EXIF is written with its
+    /// orientation reset to 1 (and the sRGB profile when it had a profile);
+    /// the request is then loaded with `.keepMetadata`. By default metadata is
+    /// stripped. Transparency is flattened onto `background` for JPEG.
+    ///
+    /// - Throws: `.invalidArgument` for format settings out of range; the
+    ///   load's, decode's or processors' errors; `.encodeFailed`.
+    public nonisolated(nonsending) func encodedImage(for request: ImageRequest, as format: OutputFormat,
+                                                     keepingMetadata: Bool = false,
+                                                     background: Colour = .white) async throws(VipsError) -> EncodedImage {
+        try format.validate()
+        var request = request
+        if keepingMetadata { request.options.insert(.keepMetadata) }
+        let bitmap = try await image(for: request)
+        let result = await engine.decodePool.run(priority: request.priority) { () -> Result<EncodedImage, VipsError> in
+            Result { () throws(VipsError) -> EncodedImage in
+                try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
+            }
+        }
+        return try result.mapError { VipsError($0.kind, "\(request.source): \($0.message)") }.get()
+    }
+}
