@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import VipsCore
+@_spi(Testing) import VipsCore
 
 /// The built-in benchmark corpus: deterministic, photo-like images generated
 /// once into a cache folder and reused by every later run.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// `soak`: many mixed requests over minutes — memory hits, misses, cancels,
 /// failures, progressive ladders and batches — checking that memory stays

@@ -1,5 +1,5 @@
 import Foundation
-import VipsCore
+@_spi(Tooling) import VipsCore
 
 /// `vipsload`: info, thumb and bench over the VipsLoad library.
 let usage = """

@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 final class InfoCommandTests: XCTestCase {
     func testTextAndJSONLinesWithFailuresReportedPerInput() throws {

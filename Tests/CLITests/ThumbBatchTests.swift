@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `vipsload thumb` as a batch worker, on real files: stable names, clashes,
 /// atomic writes under SIGKILL, resumable runs, JSON reports.

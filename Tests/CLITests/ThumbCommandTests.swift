@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 final class ThumbCommandTests: XCTestCase {
     func testFoldersRecursedFailuresReportedOthersWritten() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `vipsload thumb` with credentials in URLs (issue 13, item 7): they are
 /// sent, and appear neither on stderr nor in the disk cache's files.

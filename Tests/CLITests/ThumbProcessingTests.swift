@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `thumb`'s geometry and output flags.
 final class ThumbProcessingTests: XCTestCase {

@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `thumb --shard K/N` and the shards job engines assign through the
 /// environment: run concurrently on real files, the shards' union is exactly

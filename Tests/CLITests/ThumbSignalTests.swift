@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `vipsload thumb` leaves no temporary file behind (issue 13, item 1): not
 /// when SIGINT or SIGTERM stop it mid-download, not after a SIGKILL once the

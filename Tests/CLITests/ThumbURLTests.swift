@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import TestSupport
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// `vipsload thumb` with http(s) URLs, `--input-list` and `--cache-dir`,
 /// against a real server on 127.0.0.1.

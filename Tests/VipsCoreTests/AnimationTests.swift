@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Animated GIF and WebP: every frame, timing, limits, round trips through `info`.
 final class AnimationTests: XCTestCase {

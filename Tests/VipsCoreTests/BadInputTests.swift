@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Hostile, broken and misnamed inputs: each gives a typed error of the right kind.
 final class BadInputTests: XCTestCase {

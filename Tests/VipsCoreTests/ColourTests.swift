@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Colour conversion: whatever the source colour model and depth, the output
 /// is 8-bit sRGB that looks like the picture that was encoded.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Decoding from many threads at once gives exactly what decoding one at a time gives.
 final class ConcurrencyTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Decoding every supported format to 8-bit sRGB bitmaps at the requested size.
 final class DecodeFormatsTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// `ImageEncoder` round trips, `Bitmap` construction and in-memory `resize`.
 final class EncodeTests: XCTestCase {

@@ -1,6 +1,6 @@
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// Inputs found by the fuzzer (scripts/fuzz.sh, Fuzz/), each kept with the
 /// options that exposed it. Crashers are stored minimised, as base64.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Resize modes and one-sided targets on real generated images.
 final class GeometryTests: XCTestCase {

@@ -1,7 +1,7 @@
 import CVipsShim
 import Foundation
-import VipsCore
 import XCTest
+@_spi(Testing) import VipsCore
 
 /// Every byte is hostile: files that lie about their size, bombs, truncated and
 /// bit-flipped files, wrong magic, refused formats. Each must end in a typed

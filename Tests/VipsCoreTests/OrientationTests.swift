@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// EXIF orientation: decodes come out upright, probes report the upright size.
 final class OrientationTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// Header probes (`ImageDecoder.info`) and magic-byte sniffing.
 final class ProbeTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// The built-in processors on real bitmaps.
 final class ProcessorTests: XCTestCase {

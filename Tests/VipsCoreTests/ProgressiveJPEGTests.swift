@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// The fast path for progressive JPEGs decoded at 1/8: AC scans are dropped
 /// before libjpeg runs (`ProgressiveJPEGFilter`).

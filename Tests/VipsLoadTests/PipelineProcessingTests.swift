@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import XCTest
 @testable import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// Resize modes, processors, responses and encoding through the pipeline.
 final class PipelineProcessingTests: XCTestCase {

@@ -1,5 +1,5 @@
 import Foundation
-import VipsCore
+@_spi(Testing) import VipsCore
 
 /// The fuzzer's seed corpus: small generated images covering every decode path
 /// VipsCore has (each format and its variants, EXIF orientation, a progressive

@@ -8,6 +8,10 @@ import Foundation
 /// The pixels are layered Perlin noise (smooth shapes at three scales), hard
 /// edges and sensor-like Gaussian noise, so JPEG and PNG files have the entropy
 /// of real photographs rather than the trivial size of flat colour.
+///
+/// Not part of the library's API: it is SPI for the project's tests, benchmark
+/// and fuzz harness (`@_spi(Testing) import VipsCore`).
+@_spi(Testing)
 public enum ImageSynthesizer {
     /// How to encode a synthetic image, with the variants tests need.
     public enum Format: Sendable, Hashable {

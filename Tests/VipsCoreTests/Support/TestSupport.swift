@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsCore
+@_spi(Testing) import VipsCore
 
 /// A folder under the system temporary directory, removed when the value is dropped.
 final class TemporaryFolder {

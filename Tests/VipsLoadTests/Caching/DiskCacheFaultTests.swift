@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import XCTest
 @testable import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// A disk cache on a full disk, on a read-only file system, and with its
 /// folder deleted while running: the pipeline keeps delivering images (from

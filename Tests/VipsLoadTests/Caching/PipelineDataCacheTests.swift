@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import XCTest
 @testable import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// The data cache as a pipeline dependency, file identity, and what errors name.
 final class PipelineDataCacheTests: NetworkTestCase {

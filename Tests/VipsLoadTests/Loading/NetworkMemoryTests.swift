@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import XCTest
 import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// A large body never sits whole in memory: downloaded to a file and decoded
 /// from there, a ~60 MB JPEG thumbnailed over HTTP keeps the process's peak

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// The default data-loading step and the pipeline's use of it.
 final class PipelineDataLoaderTests: XCTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import XCTest
 @testable import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// A temporary directory of generated image files, removed when released.
 final class ImageFolder: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import VipsLoad
+@_spi(Testing) import VipsCore
 
 /// Test data and folders for the network and disk-cache tests.
 enum NetworkFixtures {
