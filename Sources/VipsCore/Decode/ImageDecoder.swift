@@ -294,7 +294,7 @@ public struct ImageDecoder: Sendable {
 
     /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
     static func normalise(_ input: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
-        var image = input
+        var image = try importEmbeddedProfile(input, label: label)
         // More bands than RGBA (multispectral TIFF, CMYK+alpha already imported): keep the first four.
         if image.bands > 4 {
             image = try image.apply(.corruptData, "\(label): bands") { vl_extract_bands($0, $1, 0, 4) }
@@ -329,6 +329,29 @@ public struct ImageDecoder: Sendable {
             throw VipsError(.unsupportedFormat, "\(label): cannot convert \(image.bands)-band image to sRGB")
         }
         return image
+    }
+
+    /// Converts pixels described by an embedded ICC profile (RGB, grey or
+    /// CMYK) that is not sRGB to sRGB with that profile, as `vips
+    /// icc_transform … srgb --embedded` does; the output carries no profile,
+    /// so without this a Display P3 or Adobe RGB photo would show its numbers
+    /// as if they were sRGB. Images without a profile, with an sRGB one, or
+    /// with one that does not fit their bands (or that Little CMS rejects)
+    /// are left to the interpretation-based conversion.
+    static func importEmbeddedProfile(_ image: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
+        guard let profile = image.withBlob("icc-profile-data", { ICCProfile($0) }) ?? nil, !profile.isSRGB else { return image }
+        let colourBands = image.bands - (image.hasAlpha ? 1 : 0)
+        let fits: Bool
+        switch profile.colourSpace {
+        case .rgb: fits = colourBands == 3 && [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16].contains(image.interpretation)
+        case .grey: fits = colourBands == 1 && [VIPS_INTERPRETATION_B_W, VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
+        case .cmyk: fits = colourBands == 4 && image.interpretation == VIPS_INTERPRETATION_CMYK
+        case .other: fits = false
+        }
+        guard fits else { return image }
+        let converted = try? image.apply(.corruptData, "\(label): ICC") { vl_icc_transform_embedded($0, $1, "srgb") }
+        if converted == nil { VipsRuntime.discardErrorMessages() }
+        return converted ?? image
     }
 
     /// Runs the pipeline of lazy operations on the calling thread, strip by
