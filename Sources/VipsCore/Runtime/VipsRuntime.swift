@@ -109,6 +109,11 @@ public enum VipsRuntime {
         Thread.current.threadDictionary[lastWarningKey] = text
     }
 
+    /// Counts a warning a decoder outside libvips (the direct JPEG path) swallowed in lenient mode.
+    static func countWarning() {
+        warnings.add(1, ordering: .relaxed)
+    }
+
     /// Takes (and clears) the last libvips warning raised on this thread.
     static func takeLastWarning() -> String? {
         let dictionary = Thread.current.threadDictionary
