@@ -6,8 +6,8 @@ import Foundation
 /// with DCT-domain scaling straight into pixel memory, without libvips'
 /// loader, its operation objects or its second header parse. What is left
 /// after the scaling (a bicubic reduce, the EXIF rotation) is done exactly as
-/// in the libvips fast path, and a decode that the scaling alone sizes and
-/// that needs no rotation never touches libvips at all.
+/// in the libvips fast path (the same size, the same cubic kernel, see
+/// `CubicReducer`), and none of it touches libvips.
 ///
 /// It only takes files it decodes exactly as libvips would: 8-bit
 /// Huffman-coded (baseline, extended or progressive) grey or YCbCr/RGB
@@ -139,28 +139,44 @@ extension ImageDecoder {
         var kept = storage
         if keptWidth != scaledWidth || keptHeight != scaledHeight {
             let keptRow = keptWidth * 3
-            guard let cropped = g_try_malloc(gsize(keptRow * keptHeight)) else {
-                throw VipsError(.tooLarge, "\(label): cannot allocate \(keptWidth)×\(keptHeight)×3 pixels")
-            }
-            kept = PixelStorage(adopting: cropped, count: keptRow * keptHeight)
+            kept = try Self.allocate(keptWidth, keptHeight, label: label)
+            let cropped = kept.pointer
             for row in 0..<keptHeight {
                 (cropped + row * keptRow).copyMemory(from: block + row * rowBytes, byteCount: keptRow)
             }
         }
-        let scaled = Bitmap(width: keptWidth, height: keptHeight, channels: 3, scale: scale, storage: kept)
-        // vips_thumbnail's output size, in the stored orientation.
+        // vips_thumbnail's output size, in the stored orientation (as in fastResidualResize).
         let (boxWidth, boxHeight) = swap ? (targetHeight, targetWidth) : (targetWidth, targetHeight)
         let fit = max(Double(keptWidth) / Double(boxWidth), Double(keptHeight) / Double(boxHeight))
-        if orientation == 1, fit <= 1 || (Int(Double(keptWidth) * (1 / fit) + 0.5) == keptWidth
-                                          && Int(Double(keptHeight) * (1 / fit) + 0.5) == keptHeight) {
-            return scaled
+        var (outW, outH) = (keptWidth, keptHeight)
+        var pixels = kept
+        if fit > 1 {
+            let (outWidth, outHeight) = (max(1, Int(Double(keptWidth) * (1 / fit) + 0.5)),
+                                         max(1, Int(Double(keptHeight) * (1 / fit) + 0.5)))
+            if outWidth != outW || outHeight != outH {
+                let reduced = try Self.allocate(outWidth, outHeight, label: label)
+                CubicReducer.reduce(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH,
+                                    into: reduced.pointer.assumingMemoryBound(to: UInt8.self), outWidth: outWidth, outHeight: outHeight)
+                (pixels, outW, outH) = (reduced, outWidth, outHeight)
+            }
         }
-        // The rest as the libvips fast path does it: bicubic reduce, then the rotation.
-        let image = try Self.image(wrapping: scaled)
-        vips_image_set_int(image.pointer, "orientation", Int32(orientation))
-        return try withExtendedLifetime(scaled) { () throws(VipsError) -> Bitmap in
-            try finish(image, width: targetWidth, height: targetHeight, allowUpscale: false, scale: scale, label: label)
+        if orientation != 1 {
+            let upright = try Self.allocate(outW, outH, label: label)
+            CubicReducer.orient(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH,
+                                orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+            if swap { (outW, outH) = (outH, outW) }
+            pixels = upright
         }
+        return Bitmap(width: outW, height: outH, channels: 3, scale: scale, storage: pixels)
+    }
+
+    /// Storage for `width`×`height` RGB pixels.
+    private static func allocate(_ width: Int, _ height: Int, label: String) throws(VipsError) -> PixelStorage {
+        let (size, overflow) = (width * 3).multipliedReportingOverflow(by: height)
+        guard !overflow, let block = g_try_malloc(gsize(size)) else {
+            throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×3 pixels")
+        }
+        return PixelStorage(adopting: block, count: size)
     }
 
     /// Runs `body` over the input's bytes (a file is mapped).
