@@ -19,6 +19,9 @@ Peers (--peers takes these keys):
   pyvips            pyvips.Image.thumbnail(file, S) -> write_to_file, one process
   pillow            Image.open, draft('RGB', fitted size) for JPEG, thumbnail, save JPEG, one process
   pillow-pc         the same, one process per core
+  opencv            cv2.imread with IMREAD_REDUCED_COLOR_2/4/8 chosen from the header, resize INTER_AREA,
+                    imwrite JPEG quality 75, cv2.setNumThreads(1), one process
+  opencv-pc         the same, one process per core
   magick            `mogrify -path DIR -define jpeg:size=2Sx2S -auto-orient -thumbnail SxS
                     -quality 75 -format jpg FILES...`: ImageMagick's own batch form, one process
                     (ImageMagick threads some operations with OpenMP itself)
@@ -372,6 +375,8 @@ def make_peers(args, jobs):
         Peer("pyvips", "pyvips `thumbnail`", "1", python_worker("pyvips_worker.py", 1)),
         Peer("pillow", "Pillow `draft`+`thumbnail`", "1", python_worker("pillow_worker.py", 1)),
         Peer("pillow-pc", "Pillow `draft`+`thumbnail`", f"{jobs} (per core)", python_worker("pillow_worker.py", jobs)),
+        Peer("opencv", "OpenCV `imread` reduced + `INTER_AREA`", "1", python_worker("opencv_worker.py", 1)),
+        Peer("opencv-pc", "OpenCV `imread` reduced + `INTER_AREA`", f"{jobs} (per core)", python_worker("opencv_worker.py", jobs)),
         Peer("magick", "ImageMagick `mogrify -thumbnail`", "1", mogrify(1)),
         Peer("magick-pc", "ImageMagick `mogrify -thumbnail`", f"{jobs} (per core)", mogrify(jobs)),
         Peer("djpeg", "djpeg `-scale M/8` (decode only: floor)", f"{jobs} at a time, 1 per file", djpeg,
@@ -386,6 +391,8 @@ def make_peers(args, jobs):
             peer.unavailable = "djpeg not found (apt-get install libjpeg-turbo-progs)"
         elif peer.key == "pyvips" and not python_has(py, "pyvips"):
             peer.unavailable = f"{py} cannot import pyvips (run through Benchmarks/peers.sh)"
+        elif peer.key.startswith("opencv") and not python_has(py, "cv2"):
+            peer.unavailable = f"{py} cannot import cv2 (run through Benchmarks/peers.sh)"
         elif peer.key.startswith("pillow") and not python_has(py, "PIL"):
             peer.unavailable = f"{py} cannot import PIL (run through Benchmarks/peers.sh)"
     return peers
