@@ -29,7 +29,9 @@ enum CubicReducer {
         let scale = Double(input) / Double(output)
         let stretch = max(1, scale)
         let support = 2 * stretch
-        let count = min(input, 2 * Int(support.rounded(.up)) + 1)
+        // An open interval of length 2 × support holds at most floor(2 × support) + 1 whole positions.
+        let span = Int((2 * support).rounded(.down)) + 1
+        let count = min(input, span)
         var taps = Taps(start: [Int](repeating: 0, count: output), weights: [Int32](repeating: 0, count: output * count), count: count)
         var real = [Double](repeating: 0, count: count)
         for index in 0..<output {
@@ -39,7 +41,7 @@ enum CubicReducer {
             taps.start[index] = start
             for k in 0..<count { real[k] = 0 }
             var total = 0.0
-            for position in left...(left + 2 * Int(support.rounded(.up))) {
+            for position in left..<(left + span) {
                 let weight = catmullRom((Double(position) - centre) / stretch)
                 guard weight != 0 else { continue }
                 let clamped = min(input - 1, max(0, position))
@@ -70,40 +72,57 @@ enum CubicReducer {
         // Only the input rows the vertical pass reads are reduced horizontally.
         let intermediate = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes * height)
         defer { intermediate.deallocate() }
+        let count = horizontal.count
         horizontal.weights.withUnsafeBufferPointer { weights in
-            for y in 0..<height {
-                let source = input + y * width * 3
-                let target = intermediate + y * rowBytes
-                for x in 0..<outWidth {
-                    let first = source + horizontal.start[x] * 3
-                    let w = weights.baseAddress! + x * horizontal.count
-                    var r = half, g = half, b = half
-                    for k in 0..<horizontal.count {
-                        let weight = w[k], pixel = first + k * 3
-                        r &+= weight &* Int32(pixel[0])
-                        g &+= weight &* Int32(pixel[1])
-                        b &+= weight &* Int32(pixel[2])
+            horizontal.start.withUnsafeBufferPointer { starts in
+                guard let weights = weights.baseAddress, let starts = starts.baseAddress else { return }
+                for y in 0..<height {
+                    let source = input + y * width * 3
+                    var target = intermediate + y * rowBytes
+                    var w = weights
+                    for x in 0..<outWidth {
+                        var pixel = source + starts[x] * 3
+                        var r = half, g = half, b = half
+                        for k in 0..<count {
+                            let weight = w[k]
+                            r &+= weight &* Int32(pixel[0])
+                            g &+= weight &* Int32(pixel[1])
+                            b &+= weight &* Int32(pixel[2])
+                            pixel += 3
+                        }
+                        target[0] = clamp(r)
+                        target[1] = clamp(g)
+                        target[2] = clamp(b)
+                        target += 3
+                        w += count
                     }
-                    target[x * 3] = clamp(r)
-                    target[x * 3 + 1] = clamp(g)
-                    target[x * 3 + 2] = clamp(b)
                 }
             }
         }
         vertical.weights.withUnsafeBufferPointer { weights in
-            var sums = [Int32](repeating: 0, count: rowBytes)
-            sums.withUnsafeMutableBufferPointer { sums in
-                let accumulator = sums.baseAddress!
-                for y in 0..<outHeight {
-                    for i in 0..<rowBytes { accumulator[i] = half }
-                    let w = weights.baseAddress! + y * vertical.count
-                    for k in 0..<vertical.count {
-                        let weight = w[k]
-                        let row = intermediate + (vertical.start[y] + k) * rowBytes
-                        for i in 0..<rowBytes { accumulator[i] &+= weight &* Int32(row[i]) }
+            guard let weights = weights.baseAddress else { return }
+            let taps = vertical.count
+            for y in 0..<outHeight {
+                let w = weights + y * taps
+                let first = intermediate + vertical.start[y] * rowBytes
+                let target = output + y * rowBytes
+                // Eight values at a time in SIMD registers, the rest one by one.
+                var i = 0
+                while i + 8 <= rowBytes {
+                    var sum = SIMD8<Int32>(repeating: half)
+                    for k in 0..<taps {
+                        let row = UnsafeRawPointer(first + k * rowBytes + i).loadUnaligned(as: SIMD8<UInt8>.self)
+                        sum &+= SIMD8<Int32>(truncatingIfNeeded: row) &* w[k]
                     }
-                    let target = output + y * rowBytes
-                    for i in 0..<rowBytes { target[i] = clamp(accumulator[i]) }
+                    let clamped = (sum &>> precision).clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
+                    UnsafeMutableRawPointer(target + i).storeBytes(of: SIMD8<UInt8>(truncatingIfNeeded: clamped), as: SIMD8<UInt8>.self)
+                    i += 8
+                }
+                while i < rowBytes {
+                    var sum = half
+                    for k in 0..<taps { sum &+= w[k] &* Int32(first[k * rowBytes + i]) }
+                    target[i] = clamp(sum)
+                    i += 1
                 }
             }
         }
