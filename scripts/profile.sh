@@ -15,6 +15,7 @@
 #                  (the CLI itself crashes valgrind 3.19 when it starts its worker threads)
 #   vipsthumbnail  `vipsthumbnail -s 256 -o DIR/%s.jpg[Q=75]` (VIPS_CONCURRENCY=1)
 #   pillow         Benchmarks/pillow_worker.py, when peers.sh's venv exists
+#   opencv         Benchmarks/opencv_worker.py (cv2.setNumThreads(1)), likewise
 #   djpeg          JPEG only: `djpeg -scale M/8`, the decode floor (no resize, no write)
 # PROFILE_HARNESS overrides the harness binary (default: a release build made here), e.g. to
 # profile an older revision's build. PROFILE_TOOLS limits the tools (e.g. "vipsload djpeg").
@@ -79,6 +80,7 @@ command_for() {
     vipsload) echo "$harness" 256 "$out" "$@" ;;
     vipsthumbnail) echo vipsthumbnail -s 256 -o "$out/%s.jpg[Q=75]" "$@" ;;
     pillow) echo "$venv/bin/python" "$root/Benchmarks/pillow_worker.py" "$out" 256 "$@" ;;
+    opencv) echo "$venv/bin/python" "$root/Benchmarks/opencv_worker.py" "$out" 256 "$@" ;;
   esac
 }
 
@@ -93,7 +95,7 @@ instructions() {
   [ -z "$keep" ] || { mkdir -p "$keep"; cp "$work/$name".*.out "$keep/"; }
 }
 
-tools=${PROFILE_TOOLS:-vipsload vipsthumbnail pillow djpeg}
+tools=${PROFILE_TOOLS:-vipsload vipsthumbnail pillow opencv djpeg}
 echo "profile: $class, ${count} files, $(basename "${files[0]}") ..., callgrind instructions (Ir)"
 printf '%-14s %16s %16s\n' tool "Ir per image" "start-up Ir"
 for tool in $tools; do
@@ -112,9 +114,9 @@ for tool in $tools; do
         total=$((total + n))
       done
       printf '%-14s %16d %16s\n' djpeg $((total / count)) "(included)" ;;
-    vipsload | vipsthumbnail | pillow)
-      if [ "$tool" = pillow ] && ! [ -x "$venv/bin/python" ]; then
-        echo "profile: no $venv (run Benchmarks/peers.sh once); pillow skipped" >&2; continue
+    vipsload | vipsthumbnail | pillow | opencv)
+      if { [ "$tool" = pillow ] || [ "$tool" = opencv ]; } && ! [ -x "$venv/bin/python" ]; then
+        echo "profile: no $venv (run Benchmarks/peers.sh once); $tool skipped" >&2; continue
       fi
       mkdir -p "$work/$tool-1" "$work/$tool-n"
       # shellcheck disable=SC2046

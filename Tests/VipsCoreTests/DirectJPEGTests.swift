@@ -141,6 +141,50 @@ final class DirectJPEGTests: XCTestCase {
 
     // MARK: - Errors and limits
 
+    func testHostileAPP1AndAPP2SegmentsGiveTypedErrorsOrBitmaps() throws {
+        let plain = [UInt8](try ImageSynthesizer.data(width: 96, height: 64, seed: 12, format: .jpeg(quality: 60)))
+        func inserting(_ marker: UInt8, _ payload: [UInt8]) -> Data {
+            let length = min(payload.count + 2, 0xFFFF)
+            return Data(plain.prefix(2) + [0xFF, marker, UInt8(length >> 8), UInt8(length & 0xFF)]
+                        + payload.prefix(length - 2) + plain.dropFirst(2))
+        }
+        var generator = SystemRandomNumberGenerator()
+        var inputs: [Data] = []
+        let exif = Array("Exif".utf8) + [0, 0]
+        let tiffHeaders: [[UInt8]] = [[0x4D, 0x4D, 0, 42], [0x49, 0x49, 42, 0]]
+        for index in 0..<120 {
+            // An EXIF TIFF structure with random offsets, counts and values after a valid header.
+            var tiff = tiffHeaders[index % 2]
+            tiff += (0..<(8 + index % 40)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            if index % 3 == 0 { tiff.replaceSubrange(4..<8, with: index % 2 == 0 ? [0, 0, 0, 8] : [8, 0, 0, 0]) }
+            inputs.append(inserting(0xE1, exif + tiff))
+        }
+        let icc = Array("ICC_PROFILE".utf8) + [0]
+        let profile = [UInt8](ICCProfileWriter.adobeRGB())
+        for (sequence, total) in [(0, 1), (2, 1), (1, 2), (1, 0), (255, 255), (1, 1)] {
+            // Bad sequence numbers, missing chunks, a chunk claiming more than there is.
+            inputs.append(inserting(0xE2, icc + [UInt8(sequence), UInt8(total)] + profile))
+            inputs.append(inserting(0xE2, icc + [UInt8(sequence), UInt8(total)] + profile.prefix(40)))
+        }
+        var doubled = [UInt8](inserting(0xE2, icc + [1, 1] + profile))
+        doubled = Array(doubled.prefix(2)) + [0xFF, 0xE2, 0, 16] + icc + [1, 1] + doubled.dropFirst(2)
+        inputs.append(Data(doubled))
+        for input in inputs {
+            _ = fast.jpegRoute(.data(input))
+            for decoder in [fast, strict] {
+                do {
+                    let bitmap = try decoder.decode(.data(input), size: .maxPixelSize(48))
+                    XCTAssertTrue(bitmap.width <= 48 && bitmap.height <= 48 && bitmap.channels == 3)
+                } catch {
+                    XCTAssertFalse(error.message.isEmpty)
+                }
+            }
+        }
+        // A truncated ICC profile is not taken for sRGB: such files go to libvips.
+        XCTAssertEqual(fast.jpegRoute(.data(inserting(0xE2, icc + [1, 1] + profile.prefix(40)))), .libvips("ICC profile is not sRGB"))
+        XCTAssertEqual(fast.jpegRoute(.data(inserting(0xE2, icc + [2, 1] + profile))), .libvips("ICC profile chunks malformed"))
+    }
+
     func testStrictTurnsLibjpegWarningsIntoErrors() throws {
         let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 41, format: .jpeg())
         let half = Data(data.prefix(data.count / 2))
@@ -177,6 +221,14 @@ final class DirectJPEGTests: XCTestCase {
         let fromFile = try fast.decode(.file(path), size: .maxPixelSize(128))
         let fromData = try fast.decode(.data(try Data(contentsOf: URL(fileURLWithPath: path))), size: .maxPixelSize(128))
         XCTAssertEqual(fromFile.bytes, fromData.bytes)
+        // A file above the mapping limit streams through libvips instead (its pages would
+        // all be resident during the decode): here a small JPEG padded after its EOI.
+        var padded = try Data(contentsOf: URL(fileURLWithPath: path))
+        padded.append(Data(count: ImageDecoder.directFileLimit))
+        let large = try folder.write(padded, named: "padded.jpg")
+        XCTAssertEqual(fast.jpegRoute(.file(large)), .libvips("file larger than 8 MiB (streamed)"))
+        XCTAssertEqual(try fast.decode(.file(large), size: .maxPixelSize(128)).width, 128)
+        XCTAssertEqual(fast.jpegRoute(.data(padded)), .direct, "bytes already in memory are not mapped")
         // A missing file fails as it did before the direct path (from the size probe).
         assertThrowsKind(.io) { () throws(VipsError) in try fast.decode(.file(folder.path("missing.jpg")), size: .maxPixelSize(8)) }
     }

@@ -48,8 +48,17 @@ extension ImageDecoder {
         return .direct
     }
 
+    /// The largest JPEG file the direct path maps whole (larger ones stream through libvips).
+    static let directFileLimit = 8 << 20
+
     /// The route `decode` takes for a JPEG input, for tests and diagnostics.
     func jpegRoute(_ input: ImageInput, allowUpscale: Bool = false) -> JPEGRoute {
+        if case .file(let path) = input {
+            var status = stat()
+            if stat(path, &status) == 0, Int(status.st_size) > Self.directFileLimit {
+                return .libvips("file larger than \(Self.directFileLimit >> 20) MiB (streamed)")
+            }
+        }
         let route: JPEGRoute? = try? Self.withBytes(input) { bytes throws(VipsError) in
             jpegRoute(JPEGHeader(bytes), allowUpscale: allowUpscale)
         }
@@ -65,8 +74,11 @@ extension ImageDecoder {
         case .data(let bytes):
             data = bytes
         case .file(let path):
-            // Mapped, not read: the pages libjpeg needs are faulted in as it reads them.
-            // Unreadable: libvips' path reports it with the usual error.
+            // Mapped, not read: the pages libjpeg needs are faulted in as it reads them. They
+            // count in the resident set until the decode ends, so a large file goes to libvips,
+            // which streams it through a small buffer. Unreadable: libvips' path reports it.
+            var status = stat()
+            guard stat(path, &status) == 0, Int(status.st_size) <= Self.directFileLimit else { return nil }
             guard let mapped = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
             data = mapped
         }
