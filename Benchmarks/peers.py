@@ -655,7 +655,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Peers: " + ", ".join(
                                          ["vipsload", "vipsthumbnail", "vipsthumbnail-pc", "pyvips", "pillow",
-                                          "pillow-pc", "magick", "magick-pc", "djpeg"]) + ". See the top of peers.py.")
+                                          "pillow-pc", "opencv", "opencv-pc", "magick", "magick-pc", "djpeg"]) + ". See the top of peers.py.")
     parser.add_argument("dir", nargs="?", help="folder of images (default: the folder `vipsload corpus` prints)")
     parser.add_argument("--size", type=int, default=256, help="fit thumbnails into SIZE×SIZE (default 256)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is shown (default 3)")

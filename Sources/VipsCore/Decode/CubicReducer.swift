@@ -29,8 +29,9 @@ enum CubicReducer {
         let scale = Double(input) / Double(output)
         let stretch = max(1, scale)
         let support = 2 * stretch
-        // An open interval of length 2 × support holds at most floor(2 × support) + 1 whole positions.
-        let span = Int((2 * support).rounded(.down)) + 1
+        // Weights are zero from ±support on, and the open interval between holds at most
+        // ceil(2 × support) whole positions (5 for a 1.25× reduce, as libvips' 2·rint(2·1.25)+1).
+        let span = Int((2 * support).rounded(.up))
         let count = min(input, span)
         var taps = Taps(start: [Int](repeating: 0, count: output), weights: [Int32](repeating: 0, count: output * count), count: count)
         var real = [Double](repeating: 0, count: count)
