@@ -630,6 +630,56 @@ def report(peers, classes, results, notes, args, context):
     return "\n".join(lines)
 
 
+def svg_chart(peers, classes, results):
+    """An SVG bar chart of the run, made with the standard library only: per class, images/s and
+    CPU ms/image, one bar per peer, VipsLoad highlighted."""
+    from xml.sax.saxutils import escape
+
+    rows = []  # (class label, [(peer label, images/s, CPU ms, is VipsLoad)])
+    for cls in classes:
+        bars = []
+        for peer in peers:
+            outcomes = results.get((cls.name, peer.key))
+            if peer.unavailable or not peer.applies(cls) or not outcomes:
+                continue
+            summary, error = summarise(outcomes, len(cls.files))
+            if error:
+                continue
+            name = f"{peer.label} ×{peer.processes}".replace("`", "")
+            bars.append((name, summary[0], summary[3], peer.key == "vipsload"))
+        if bars:
+            rows.append((f"{cls.name} ({context_dims(cls)})", bars))
+    bar, gap, label_width, panel_width, top = 16, 4, 430, 300, 40
+    height = top + sum(34 + len(bars) * (bar + gap) for _, bars in rows) + 20
+    width = label_width + 2 * (panel_width + 90)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{label_width}" y="20" font-size="13" font-weight="bold">images/s (higher is better)</text>',
+           f'<text x="{label_width + panel_width + 90}" y="20" font-size="13" font-weight="bold">'
+           'CPU ms/image (lower is better)</text>']
+    y = top
+    for title, bars in rows:
+        out.append(f'<text x="4" y="{y + 14}" font-weight="bold">{escape(title)}</text>')
+        y += 22
+        most_rate = max(b[1] for b in bars) or 1
+        most_cpu = max(b[2] for b in bars) or 1
+        for name, rate, cpu, ours in bars:
+            colour = "#d9480f" if ours else "#868e96"
+            weight = ' font-weight="bold"' if ours else ""
+            out.append(f'<text x="{label_width - 6}" y="{y + bar - 4}" text-anchor="end"{weight}>{escape(name)}</text>')
+            for offset, value, most, text in ((0, rate, most_rate, f"{rate:.1f}"),
+                                              (panel_width + 90, cpu, most_cpu, f"{cpu:.1f}")):
+                length = max(1.0, value / most * panel_width)
+                x = label_width + offset
+                out.append(f'<rect x="{x}" y="{y}" width="{length:.1f}" height="{bar}" fill="{colour}"/>')
+                out.append(f'<text x="{x + length + 4:.1f}" y="{y + bar - 4}"{weight}>{text}</text>')
+            y += bar + gap
+        y += 12
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 _descriptions = {}
 
 
@@ -674,6 +724,7 @@ def main():
     parser.add_argument("--retry-busy", type=int, default=2, metavar="N",
                         help="redo a disturbed run at most N times, keeping the least disturbed (default 2)")
     parser.add_argument("--scratch", help="where thumbnails are written (default: a new folder in $TMPDIR)")
+    parser.add_argument("--svg", metavar="FILE", help="also write the run as an SVG bar chart to FILE")
     args = parser.parse_args()
     if args.size < 1 or args.repeat < 1 or args.jobs < 1:
         parser.error("--size, --repeat and --jobs must be at least 1")
@@ -729,6 +780,10 @@ def main():
         ("date", time.strftime("%Y-%m-%d %H:%M %Z")),
     ]
     print(report(peers, classes, results, notes, args, context))
+    if args.svg:
+        with open(args.svg, "w") as f:
+            f.write(svg_chart(peers, classes, results))
+        print(f"peers: chart written to {args.svg}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -39,4 +39,5 @@ export PEERS_INVOCATION="Benchmarks/peers.sh${*:+ $*}"
 PEERS_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git -C "$root" diff --quiet HEAD -- Sources Package.swift CVipsShim 2>/dev/null || PEERS_REVISION+=" + local changes"
 export PEERS_REVISION
-exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" "$@"
+# The chart goes next to RESULTS.md unless the arguments name another file (the last --svg wins).
+exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" --svg "$root/Benchmarks/peers.svg" "$@"
