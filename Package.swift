@@ -16,8 +16,16 @@ let package = Package(
             pkgConfig: "vips",
             providers: [.apt(["libvips-dev"])]
         ),
+        // libjpeg-turbo's TurboJPEG API, for the direct JPEG path: its calls return error codes,
+        // where libjpeg's own API reports errors by longjmp, which Swift cannot take.
+        .systemLibrary(
+            name: "CTurboJPEG",
+            path: "CTurboJPEG",
+            pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
-        .target(name: "VipsCore", dependencies: ["CVipsShim"], path: "Sources/VipsCore"),
+        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.

@@ -19,6 +19,9 @@ Peers (--peers takes these keys):
   pyvips            pyvips.Image.thumbnail(file, S) -> write_to_file, one process
   pillow            Image.open, draft('RGB', fitted size) for JPEG, thumbnail, save JPEG, one process
   pillow-pc         the same, one process per core
+  opencv            cv2.imread with IMREAD_REDUCED_COLOR_2/4/8 chosen from the header, resize INTER_AREA,
+                    imwrite JPEG quality 75, cv2.setNumThreads(1), one process
+  opencv-pc         the same, one process per core
   magick            `mogrify -path DIR -define jpeg:size=2Sx2S -auto-orient -thumbnail SxS
                     -quality 75 -format jpg FILES...`: ImageMagick's own batch form, one process
                     (ImageMagick threads some operations with OpenMP itself)
@@ -372,6 +375,8 @@ def make_peers(args, jobs):
         Peer("pyvips", "pyvips `thumbnail`", "1", python_worker("pyvips_worker.py", 1)),
         Peer("pillow", "Pillow `draft`+`thumbnail`", "1", python_worker("pillow_worker.py", 1)),
         Peer("pillow-pc", "Pillow `draft`+`thumbnail`", f"{jobs} (per core)", python_worker("pillow_worker.py", jobs)),
+        Peer("opencv", "OpenCV `imread` reduced + `INTER_AREA`", "1", python_worker("opencv_worker.py", 1)),
+        Peer("opencv-pc", "OpenCV `imread` reduced + `INTER_AREA`", f"{jobs} (per core)", python_worker("opencv_worker.py", jobs)),
         Peer("magick", "ImageMagick `mogrify -thumbnail`", "1", mogrify(1)),
         Peer("magick-pc", "ImageMagick `mogrify -thumbnail`", f"{jobs} (per core)", mogrify(jobs)),
         Peer("djpeg", "djpeg `-scale M/8` (decode only: floor)", f"{jobs} at a time, 1 per file", djpeg,
@@ -386,6 +391,8 @@ def make_peers(args, jobs):
             peer.unavailable = "djpeg not found (apt-get install libjpeg-turbo-progs)"
         elif peer.key == "pyvips" and not python_has(py, "pyvips"):
             peer.unavailable = f"{py} cannot import pyvips (run through Benchmarks/peers.sh)"
+        elif peer.key.startswith("opencv") and not python_has(py, "cv2"):
+            peer.unavailable = f"{py} cannot import cv2 (run through Benchmarks/peers.sh)"
         elif peer.key.startswith("pillow") and not python_has(py, "PIL"):
             peer.unavailable = f"{py} cannot import PIL (run through Benchmarks/peers.sh)"
     return peers
@@ -623,6 +630,56 @@ def report(peers, classes, results, notes, args, context):
     return "\n".join(lines)
 
 
+def svg_chart(peers, classes, results):
+    """An SVG bar chart of the run, made with the standard library only: per class, images/s and
+    CPU ms/image, one bar per peer, VipsLoad highlighted."""
+    from xml.sax.saxutils import escape
+
+    rows = []  # (class label, [(peer label, images/s, CPU ms, is VipsLoad)])
+    for cls in classes:
+        bars = []
+        for peer in peers:
+            outcomes = results.get((cls.name, peer.key))
+            if peer.unavailable or not peer.applies(cls) or not outcomes:
+                continue
+            summary, error = summarise(outcomes, len(cls.files))
+            if error:
+                continue
+            name = f"{peer.label} ×{peer.processes}".replace("`", "")
+            bars.append((name, summary[0], summary[3], peer.key == "vipsload"))
+        if bars:
+            rows.append((f"{cls.name} ({context_dims(cls)})", bars))
+    bar, gap, label_width, panel_width, top = 16, 4, 430, 300, 40
+    height = top + sum(34 + len(bars) * (bar + gap) for _, bars in rows) + 20
+    width = label_width + 2 * (panel_width + 90)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{label_width}" y="20" font-size="13" font-weight="bold">images/s (higher is better)</text>',
+           f'<text x="{label_width + panel_width + 90}" y="20" font-size="13" font-weight="bold">'
+           'CPU ms/image (lower is better)</text>']
+    y = top
+    for title, bars in rows:
+        out.append(f'<text x="4" y="{y + 14}" font-weight="bold">{escape(title)}</text>')
+        y += 22
+        most_rate = max(b[1] for b in bars) or 1
+        most_cpu = max(b[2] for b in bars) or 1
+        for name, rate, cpu, ours in bars:
+            colour = "#d9480f" if ours else "#868e96"
+            weight = ' font-weight="bold"' if ours else ""
+            out.append(f'<text x="{label_width - 6}" y="{y + bar - 4}" text-anchor="end"{weight}>{escape(name)}</text>')
+            for offset, value, most, text in ((0, rate, most_rate, f"{rate:.1f}"),
+                                              (panel_width + 90, cpu, most_cpu, f"{cpu:.1f}")):
+                length = max(1.0, value / most * panel_width)
+                x = label_width + offset
+                out.append(f'<rect x="{x}" y="{y}" width="{length:.1f}" height="{bar}" fill="{colour}"/>')
+                out.append(f'<text x="{x + length + 4:.1f}" y="{y + bar - 4}"{weight}>{text}</text>')
+            y += bar + gap
+        y += 12
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 _descriptions = {}
 
 
@@ -648,7 +705,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Peers: " + ", ".join(
                                          ["vipsload", "vipsthumbnail", "vipsthumbnail-pc", "pyvips", "pillow",
-                                          "pillow-pc", "magick", "magick-pc", "djpeg"]) + ". See the top of peers.py.")
+                                          "pillow-pc", "opencv", "opencv-pc", "magick", "magick-pc", "djpeg"]) + ". See the top of peers.py.")
     parser.add_argument("dir", nargs="?", help="folder of images (default: the folder `vipsload corpus` prints)")
     parser.add_argument("--size", type=int, default=256, help="fit thumbnails into SIZE×SIZE (default 256)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is shown (default 3)")
@@ -667,6 +724,7 @@ def main():
     parser.add_argument("--retry-busy", type=int, default=2, metavar="N",
                         help="redo a disturbed run at most N times, keeping the least disturbed (default 2)")
     parser.add_argument("--scratch", help="where thumbnails are written (default: a new folder in $TMPDIR)")
+    parser.add_argument("--svg", metavar="FILE", help="also write the run as an SVG bar chart to FILE")
     args = parser.parse_args()
     if args.size < 1 or args.repeat < 1 or args.jobs < 1:
         parser.error("--size, --repeat and --jobs must be at least 1")
@@ -722,6 +780,10 @@ def main():
         ("date", time.strftime("%Y-%m-%d %H:%M %Z")),
     ]
     print(report(peers, classes, results, notes, args, context))
+    if args.svg:
+        with open(args.svg, "w") as f:
+            f.write(svg_chart(peers, classes, results))
+        print(f"peers: chart written to {args.svg}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks VipsLoad against the tools a user would otherwise pick (vipsthumbnail, pyvips,
-# Pillow, ImageMagick, and djpeg as the JPEG decode floor) on the same corpus and thumbnail size.
+# Pillow, OpenCV, ImageMagick, and djpeg as the JPEG decode floor) on the same corpus and thumbnail size.
 #
 # Installs what is missing (idempotently: apt-get runs only when a package is absent, pip only
 # when the venv lacks a module), builds `vipsload` in release, then hands every argument to
@@ -19,14 +19,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # Python peers live in a venv under the user's cache so the system Python stays clean.
 # The venv is made from Debian's python3 (the one python3-venv serves) when there is one.
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/vipsload/bench-venv"
-if ! "$venv/bin/python" -c 'import pyvips, PIL' >/dev/null 2>&1; then
+if ! "$venv/bin/python" -c 'import pyvips, PIL, cv2' >/dev/null 2>&1; then
   base=python3
   [ -x /usr/bin/python3 ] && base=/usr/bin/python3
-  echo "peers: preparing $venv (pyvips, Pillow)" >&2
+  echo "peers: preparing $venv (pyvips, Pillow, OpenCV)" >&2
   rm -rf "$venv"
   "$base" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check pyvips Pillow
-  "$venv/bin/python" -c 'import pyvips, PIL' # fail here, loudly, if the install did not take
+  "$venv/bin/pip" install -q --disable-pip-version-check pyvips Pillow opencv-python-headless
+  "$venv/bin/python" -c 'import pyvips, PIL, cv2' # fail here, loudly, if the install did not take
 fi
 
 # VipsLoad itself, in release. SwiftPM's note that it drops libvips' -pthread flag is not a warning.
@@ -39,4 +39,5 @@ export PEERS_INVOCATION="Benchmarks/peers.sh${*:+ $*}"
 PEERS_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git -C "$root" diff --quiet HEAD -- Sources Package.swift CVipsShim 2>/dev/null || PEERS_REVISION+=" + local changes"
 export PEERS_REVISION
-exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" "$@"
+# The chart goes next to RESULTS.md unless the arguments name another file (the last --svg wins).
+exec "$venv/bin/python" "$root/Benchmarks/peers.py" --vipsload "$bin" --svg "$root/Benchmarks/peers.svg" "$@"

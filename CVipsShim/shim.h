@@ -110,6 +110,12 @@ static inline int vl_icc_transform(VipsImage *in, VipsImage **out, const char *o
     return vips_icc_transform(in, out, output_profile, "input_profile", input_profile, NULL);
 }
 
+/* Import with the image's embedded profile, export to output_profile (e.g. "srgb"),
+   8-bit, relative colorimetric: what `vips icc_transform IN OUT srgb --embedded` does. */
+static inline int vl_icc_transform_embedded(VipsImage *in, VipsImage **out, const char *output_profile) {
+    return vips_icc_transform(in, out, output_profile, "embedded", TRUE, "depth", 8, NULL);
+}
+
 static inline int vl_linear1(VipsImage *in, VipsImage **out, double a, double b) {
     return vips_linear1(in, out, a, b, NULL);
 }

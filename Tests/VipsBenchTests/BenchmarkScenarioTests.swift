@@ -55,6 +55,26 @@ final class BenchmarkScenarioTests: XCTestCase {
         XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(report.json.utf8)))
     }
 
+    func testCompareIsLikeForLike() async {
+        // With --compare VipsLoad also encodes and writes each thumbnail, as vipsthumbnail does,
+        // and the ratio is taken from that figure (vipsthumbnail comes with libvips-tools).
+        var settings = self.settings
+        settings.scenarios = [.throughput]
+        settings.compare = true
+        var reports: [ScenarioReport] = []
+        await BenchmarkSuite.run(Array(Self.classes.suffix(1)), settings: settings) { reports.append($0) }
+        let report = reports[0]
+        let written = report.column("writtenImagesPerSecond").compactMap(\.number)
+        let peer = report.column("vipsthumbnailImagesPerSecond").compactMap(\.number)
+        let ratio = report.column("ratio").compactMap(\.number)
+        XCTAssertEqual(written.count, 1, report.json)
+        XCTAssertEqual(peer.count, 1, report.json)
+        guard let w = written.first, let p = peer.first, let r = ratio.first else { return }
+        XCTAssertGreaterThan(w, 0)
+        XCTAssertEqual(r, w / p, accuracy: 0.01 + r * 0.01, "the ratio is the written figure's")
+        XCTAssertTrue(report.notes.contains { $0.contains("encoding a JPEG") }, "\(report.notes)")
+    }
+
     func testWarmServesOnlyMemoryHits() async {
         let report = await run(.warm)
         let images = Self.classes.reduce(0) { $0 + $1.files.count }

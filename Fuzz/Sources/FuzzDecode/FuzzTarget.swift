@@ -1,12 +1,14 @@
 import CLibFuzzer
 import Foundation
-// @testable: ProgressiveJPEGFilter, VipsCore's one hand-written parser, is internal (debug builds enable testing).
+// @testable: VipsCore's hand-written parsers (ProgressiveJPEGFilter, JPEGHeader, EXIFOrientation,
+// ICCProfile) are internal (debug builds enable testing).
 @testable import VipsCore
 
 // libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,
 // header probe, thumbnail decode (lenient and strict, fast and quality
-// shrink-on-load), the DC-only path for progressive JPEGs (through decode and
-// the filter alone), and in-memory resize.
+// shrink-on-load), the direct libjpeg-turbo JPEG path (decode takes it for
+// plain JPEGs) and its header readers alone, the DC-only path for progressive
+// JPEGs (through decode and the filter alone), and in-memory resize.
 //
 // Besides "no crash", every run checks VipsCore's promises and traps when one
 // is broken, so the fuzzer reports logic errors too:
@@ -64,6 +66,31 @@ private func filterProgressiveJPEG(_ data: Data) {
     }
 }
 
+/// The hand-written header readers of the direct JPEG path, on every input whatever it is:
+/// the JPEG marker reader (and through it the EXIF orientation reader and the ICC chunk
+/// reassembly), the EXIF reader on the raw bytes as a TIFF structure, the ICC reader on the
+/// raw bytes. Pure Swift, so coverage guidance works on them directly.
+private func parseHeaders(_ data: Data) {
+    data.withUnsafeBytes { raw in
+        if let header = JPEGHeader(raw) {
+            guard (1...8).contains(header.orientation), header.width <= 65_535, header.height <= 65_535 else {
+                violated("JPEG header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
+            }
+            if let profile = header.iccProfile {
+                guard profile.count <= raw.count else { violated("ICC profile longer than the file") }
+                _ = profile.withUnsafeBytes { ICCProfile($0) }
+            }
+            _ = lenient.jpegRoute(header, allowUpscale: false)
+        }
+        if let orientation = EXIFOrientation.read(raw), !(1...8).contains(orientation) {
+            violated("EXIF orientation \(orientation)")
+        }
+        if let profile = ICCProfile(raw), profile.isSRGB, profile.colourSpace != .rgb, profile.colourSpace != .grey {
+            violated("a \(profile.colourSpace) profile taken for sRGB")
+        }
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     decodeAll(bytes, count)
@@ -75,6 +102,7 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
 private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
     filterProgressiveJPEG(data)
+    parseHeaders(data)
     let input = ImageInput.data(data)
     let sniffed = ImageFormat.sniff(data)
 

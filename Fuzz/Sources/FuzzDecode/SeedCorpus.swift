@@ -11,6 +11,7 @@ enum SeedCorpus {
         let width: Int
         let height: Int
         var alpha = false
+        var iccProfile: String? = nil
         let format: ImageSynthesizer.Format
     }
 
@@ -20,6 +21,11 @@ enum SeedCorpus {
         Seed(name: "progressive-512.jpg", width: 512, height: 384, format: .jpeg(quality: 30, progressive: true)),
         Seed(name: "progressive-small.jpg", width: 80, height: 48, format: .jpeg(quality: 60, progressive: true)),
         Seed(name: "orientation6.jpg", width: 40, height: 24, format: .jpeg(quality: 60, orientation: 6)),
+        Seed(name: "orientation3.jpg", width: 24, height: 40, format: .jpeg(quality: 50, orientation: 3)),
+        // An embedded ICC profile: libvips' sRGB one (the direct path) and P3 (libvips converts).
+        Seed(name: "icc-srgb.jpg", width: 32, height: 24, iccProfile: "srgb", format: .jpeg(quality: 50)),
+        Seed(name: "icc-p3.jpg", width: 32, height: 24, iccProfile: "p3", format: .jpeg(quality: 50)),
+        Seed(name: "icc-p3.png", width: 24, height: 16, iccProfile: "p3", format: .png()),
         // (No CMYK seed: libvips embeds its ~1 MB CMYK profile, far above the fuzzer's max_len.)
         Seed(name: "rgb.png", width: 48, height: 32, format: .png()),
         Seed(name: "rgba.png", width: 40, height: 40, alpha: true, format: .png()),
@@ -38,7 +44,7 @@ enum SeedCorpus {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             for seed in images {
                 let data = try ImageSynthesizer.data(width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
-                                                     format: seed.format)
+                                                     iccProfile: seed.iccProfile, format: seed.format)
                 try data.write(to: folder.appendingPathComponent(seed.name))
             }
             // Text formats libvips reads only with loaders it marks untrusted: they must be refused.

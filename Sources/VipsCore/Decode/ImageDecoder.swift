@@ -9,6 +9,10 @@ import Foundation
 public struct ImageDecoder: Sendable {
     /// The options every call uses.
     public var options: DecodeOptions
+    /// Whether JPEGs the direct libjpeg-turbo path can decode exactly take it
+    /// (see `decodeJPEGDirectly`); false sends everything through libvips, for
+    /// tests and comparisons.
+    var usesDirectPaths = true
 
     /// A decoder with `options` (default `DecodeOptions()`: 100 MP limit, lenient, fast shrink-on-load).
     public init(options: DecodeOptions = DecodeOptions()) {
@@ -20,7 +24,7 @@ public struct ImageDecoder: Sendable {
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
         try VipsRuntime.start()
-        let loader = try admit(input)
+        let (_, loader) = try admit(input)
         let info = try input.withSource { source throws(VipsError) in
             try probe(source, loader: loader, label: input.label).info
         }
@@ -41,7 +45,11 @@ public struct ImageDecoder: Sendable {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        let loader = try admit(input)
+        let (format, loader) = try admit(input)
+        if format == .jpeg, usesDirectPaths,
+           let bitmap = try decodeJPEGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            return bitmap
+        }
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, loader: loader, label: label)
@@ -71,7 +79,7 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Resizes to fit width × height (upright, colour-managed) and materialises 8-bit sRGB pixels.
-    private func finish(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
+    func finish(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
                         label: String) throws(VipsError) -> Bitmap {
         let image = try fastResidualResize(image, width: width, height: height, allowUpscale: allowUpscale, label: label)
         let sized = try image.apply(decodeErrorKind, "\(label): decode") {
@@ -100,7 +108,7 @@ public struct ImageDecoder: Sendable {
     /// `vips_resize` on the whole float premultiplied image peaks about 16 MB
     /// higher for a 2000×1500 RGBA PNG. (Box-shrinking all the way, leaving
     /// under 2×, saves 6 MB more but is visibly softer than lanczos3.)
-    private func fastResidualResize(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool,
+    func fastResidualResize(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool,
                                     label: String) throws(VipsError) -> VipsImageHandle {
         guard options.shrinkOnLoad == .fast, !allowUpscale,
               Int(vips_image_get_page_height(image.pointer)) == image.height else { return image }
@@ -159,7 +167,7 @@ public struct ImageDecoder: Sendable {
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
     /// bytes, before any libvips loader runs; returns the one loader allowed to read them.
-    private func admit(_ input: ImageInput) throws(VipsError) -> String {
+    private func admit(_ input: ImageInput) throws(VipsError) -> (ImageFormat, String) {
         let (size, prefix) = try input.sizeAndPrefix()
         let label = input.label
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
@@ -173,7 +181,7 @@ public struct ImageDecoder: Sendable {
         guard let loader = format.libvipsLoader, vips_type_find("VipsOperation", loader) != 0 else {
             throw VipsError(.unsupportedFormat, "\(label): this libvips has no loader for \(format) images")
         }
-        return loader
+        return (format, loader)
     }
 
     private struct Header {
@@ -238,14 +246,14 @@ public struct ImageDecoder: Sendable {
     /// pixel: for a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0
     /// and aborts the process (a failed assertion, not an error), and WebP's
     /// scaled decode refuses "bad image dimensions". The resize does the rest.
-    private func loaderShrink(_ info: ImageInfo, box: (width: Int, height: Int)) -> (raster: Double, vector: Double) {
+    func loaderShrink(_ info: ImageInfo, box: (width: Int, height: Int)) -> (raster: Double, vector: Double) {
         let factor = max(Double(info.width) / Double(box.width), Double(info.height) / Double(box.height))
         let cap = Double(max(1, min(info.width, info.height))) * 0.99
         return (min(factor / options.shrinkOnLoad.margin, cap), min(factor, cap))
     }
 
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
-    private static func jpegShrink(allowed: Double) -> Int? {
+    static func jpegShrink(allowed: Double) -> Int? {
         [8, 4, 2].first(where: { Double($0) <= allowed })
     }
 
@@ -295,7 +303,7 @@ public struct ImageDecoder: Sendable {
 
     /// Converts whatever came out of the loader to 8-bit sRGB with 3 or 4 bands.
     static func normalise(_ input: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
-        var image = input
+        var image = try importEmbeddedProfile(input, label: label)
         // More bands than RGBA (multispectral TIFF, CMYK+alpha already imported): keep the first four.
         if image.bands > 4 {
             image = try image.apply(.corruptData, "\(label): bands") { vl_extract_bands($0, $1, 0, 4) }
@@ -330,6 +338,29 @@ public struct ImageDecoder: Sendable {
             throw VipsError(.unsupportedFormat, "\(label): cannot convert \(image.bands)-band image to sRGB")
         }
         return image
+    }
+
+    /// Converts pixels described by an embedded ICC profile (RGB, grey or
+    /// CMYK) that is not sRGB to sRGB with that profile, as `vips
+    /// icc_transform … srgb --embedded` does; the output carries no profile,
+    /// so without this a Display P3 or Adobe RGB photo would show its numbers
+    /// as if they were sRGB. Images without a profile, with an sRGB one, or
+    /// with one that does not fit their bands (or that Little CMS rejects)
+    /// are left to the interpretation-based conversion.
+    static func importEmbeddedProfile(_ image: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
+        guard let profile = image.withBlob("icc-profile-data", { ICCProfile($0) }) ?? nil, !profile.isSRGB else { return image }
+        let colourBands = image.bands - (image.hasAlpha ? 1 : 0)
+        let fits: Bool
+        switch profile.colourSpace {
+        case .rgb: fits = colourBands == 3 && [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16].contains(image.interpretation)
+        case .grey: fits = colourBands == 1 && [VIPS_INTERPRETATION_B_W, VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
+        case .cmyk: fits = colourBands == 4 && image.interpretation == VIPS_INTERPRETATION_CMYK
+        case .other: fits = false
+        }
+        guard fits else { return image }
+        let converted = try? image.apply(.corruptData, "\(label): ICC") { vl_icc_transform_embedded($0, $1, "srgb") }
+        if converted == nil { VipsRuntime.discardErrorMessages() }
+        return converted ?? image
     }
 
     /// Runs the pipeline of lazy operations on the calling thread, strip by

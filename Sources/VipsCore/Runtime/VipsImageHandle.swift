@@ -43,6 +43,18 @@ final class VipsImageHandle {
         return String(cString: value)
     }
 
+    /// Calls `body` with the bytes of a blob field (e.g. "icc-profile-data"); nil when there is none.
+    func withBlob<T>(_ name: String, _ body: (UnsafeRawBufferPointer) -> T) -> T? {
+        guard vips_image_get_typeof(pointer, name) != 0 else { return nil }
+        var data: UnsafeRawPointer? = nil
+        var length = 0
+        guard vips_image_get_blob(pointer, name, &data, &length) == 0, let data else {
+            _ = VipsRuntime.takeErrorMessage(default: "")
+            return nil
+        }
+        return body(UnsafeRawBufferPointer(start: data, count: length))
+    }
+
     /// Runs one libvips operation that writes a new image to `out`.
     ///
     /// On failure the libvips error buffer is taken and thrown as `kind`.

@@ -111,6 +111,14 @@ public enum VipsRuntime {
         Thread.current.threadDictionary[lastWarningKey] = text
     }
 
+    /// Counts a warning a decoder outside libvips (the direct JPEG path)
+    /// swallowed in lenient mode, and keeps it as this thread's last warning,
+    /// so the decode is reported as lenient like a libvips one.
+    static func countWarning(_ message: String) {
+        warnings.add(1, ordering: .relaxed)
+        noteWarning(message)
+    }
+
     /// Takes (and clears) the last libvips warning raised on this thread.
     static func takeLastWarning() -> String? {
         let dictionary = Thread.current.threadDictionary

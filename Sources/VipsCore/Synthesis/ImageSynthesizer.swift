@@ -49,9 +49,12 @@ public enum ImageSynthesizer {
     ///   - seed: the same seed always gives the same pixels.
     ///   - alpha: adds a smooth alpha channel (formats that carry alpha keep it).
     ///   - marker: paints the stored top-left eighth pure red, to check orientation handling.
+    ///   - iccProfile: converts the sRGB pixels into this ICC profile (a libvips built-in name
+    ///     such as "p3", or a profile file's path) and embeds it, as a camera or phone does;
+    ///     an RGB, grey or CMYK profile, for every format that carries one (not GIF).
     ///   - format: the file format and its settings.
     public static func data(width: Int, height: Int, seed: Int = 1, alpha: Bool = false, marker: Bool = false,
-                            format: Format) throws(VipsError) -> Data {
+                            iccProfile: String? = nil, format: Format) throws(VipsError) -> Data {
         try VipsRuntime.start()
         guard width > 0, height > 0 else { throw VipsError(.invalidArgument, "synthetic image must be at least 1×1") }
         var image = try photo(width: width, height: height, seed: Int32(truncatingIfNeeded: seed), alpha: alpha)
@@ -64,6 +67,9 @@ public enum ImageSynthesizer {
             let status = vl_draw_rect(image.pointer, &ink, Int32(ink.count), 0, 0,
                                       Int32(max(1, width / 8)), Int32(max(1, height / 8)))
             guard status == 0 else { throw VipsError(.internal, "marker: \(VipsRuntime.takeErrorMessage(default: "draw failed"))") }
+        }
+        if let iccProfile {
+            image = try image.apply(.internal, "ICC \(iccProfile)") { vl_icc_transform($0, $1, iccProfile, "srgb") }
         }
         let suffix: String
         switch format {
