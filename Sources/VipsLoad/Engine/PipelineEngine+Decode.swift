@@ -26,32 +26,16 @@ extension PipelineEngine {
         } else {
             data = startLoad(request.request.source, key: request.sourceKey, priority: request.priority, &effects)
         }
-        let subscription = data.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in
-            guard let self, let unit else { return }
-            self.perform { effects in
-                switch event {
-                case .value(let bytes):
-                    guard unit.isLive else { return }
-                    self.enqueueDecode(unit, request, .data(bytes), &effects)
-                case .failure(let error):
-                    unit.complete(with: .failure(error), &effects)
-                }
-            }
+        chain(unit, to: data, &effects) { [weak self] bytes, unit, effects in
+            self?.enqueueDecode(unit, request, .data(bytes), &effects)
         }
-        unit.attach(upstream: subscription, &effects)
         return unit
     }
 
     /// Queues the unit's decode on the decode lane.
     private func enqueueDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
                                _ effects: inout Effects) {
-        let pool = decodePool
-        let id = pool.reserveID()
-        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { [weak self] in
-            pool.enqueue(id, priority: priority) { [weak self] in self?.runDecode(unit, request, input) }
-        }
+        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runDecode(unit, request, input) }
     }
 
     /// Runs one decode or downscale on a decode thread, stores the bitmap and

@@ -11,22 +11,13 @@ extension PipelineEngine {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
         loads.insert(unit, for: key)
         if usesDefaultLoader, source.isLocal {
-            enqueueIO(unit, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
+            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
         } else if dataCache != nil, !source.isLocal {
-            enqueueIO(unit, &effects) { [weak self] in self?.runCacheLookup(unit, source) }
+            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runCacheLookup(unit, source) }
         } else {
             enqueueNetwork(unit, source, revalidating: nil, &effects)
         }
         return unit
-    }
-
-    private func enqueueIO(_ unit: SharedWork<ImageData>, _ effects: inout Effects,
-                           _ job: @escaping @Sendable () -> Void) {
-        let pool = ioPool
-        let id = pool.reserveID()
-        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { pool.enqueue(id, priority: priority, job) }
     }
 
     private func enqueueNetwork(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?,

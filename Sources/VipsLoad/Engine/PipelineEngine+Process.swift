@@ -29,32 +29,16 @@ extension PipelineEngine {
         } else {
             decode = startDecode(stage, &effects)
         }
-        let subscription = decode.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in
-            guard let self, let unit else { return }
-            self.perform { effects in
-                switch event {
-                case .value(let bitmap):
-                    guard unit.isLive else { return }
-                    self.enqueueProcess(unit, request, bitmap, &effects)
-                case .failure(let error):
-                    unit.complete(with: .failure(error), &effects)
-                }
-            }
+        chain(unit, to: decode, &effects) { [weak self] bitmap, unit, effects in
+            self?.enqueueProcess(unit, request, bitmap, &effects)
         }
-        unit.attach(upstream: subscription, &effects)
         return unit
     }
 
     /// Queues the unit's processors on the decode lane.
     private func enqueueProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
                                 _ effects: inout Effects) {
-        let pool = decodePool
-        let id = pool.reserveID()
-        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { [weak self] in
-            pool.enqueue(id, priority: priority) { [weak self] in self?.runProcess(unit, request, input) }
-        }
+        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runProcess(unit, request, input) }
     }
 
     /// Runs the processors on a decode thread, stores the result under the

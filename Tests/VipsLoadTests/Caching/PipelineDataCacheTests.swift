@@ -30,7 +30,8 @@ final class PipelineDataCacheTests: NetworkTestCase {
         await waitUntil("six downloads hold every slot") {
             (0..<6).allSatisfy { self.server.requestCount("/stalled-\($0).jpg") == 1 }
         }
-        XCTAssertEqual(pipeline.inFlight.runningLoads, 6)
+        // The six lookups that missed have left the I/O lane; the downloads hold the network lane.
+        await waitUntil("the six downloads are the only loads running") { pipeline.inFlight.runningLoads == 6 }
         // Served from disk on the I/O lane while all six downloads still hang.
         let bitmap = try await pipeline.image(for: ImageRequest(url: server.url("/cached.jpg"), size: .maxPixelSize(50)))
         XCTAssertEqual([bitmap.width, bitmap.height], [50, 25])
