@@ -249,16 +249,16 @@ public final class DiskCache: Sendable {
             throw error
         }
 
-        // Checksummed from the finished file (a read from the page cache), not
-        // while downloading, where slower work would queue body chunks in memory.
+        // The full checksum was computed as the bytes were written; only the
+        // sampled one (three 64 KiB windows) reads the finished file.
+        let checksum = summary.checksum
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             return try refused(VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))"), bytesAt: file.path)
         }
-        let checksum = ContentChecksum.ofFile(fd, size: summary.byteCount)
         let sampled = ContentChecksum.sampledOfFile(fd, size: summary.byteCount)
         close(fd)
-        guard let checksum, let sampled else {
+        guard let sampled else {
             return try refused(VipsError(.io, "cannot read back \(file.path)"), bytesAt: file.path)
         }
 
