@@ -179,7 +179,9 @@ extension ImageDecoder {
             if swap { (outW, outH) = (outH, outW) }
             pixels = upright
         }
+        // The header read here is the source's: no second parse is needed for it.
         return Bitmap(width: outW, height: outH, channels: 3, scale: scale, storage: pixels)
+            .withSource(BitmapSource(info: info, decodedLeniently: false))
     }
 
     /// Storage for `width`×`height` RGB pixels.

@@ -53,29 +53,38 @@ public struct ImageDecoder: Sendable {
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, loader: loader, label: label)
-            guard let box = size.pixelBox(scale: scale) else {
-                return try finish(header.image, width: header.info.width, height: header.info.height,
-                                  allowUpscale: allowUpscale, scale: scale, label: label)
-            }
-            let (width, height): (Int, Int)
-            if allowUpscale {
-                try checkUpscale(header.info, box: box, label: label)
-                (width, height) = (box.width, box.height)
-            } else {
-                // A box side beyond the image changes nothing when shrinking
-                // only; clamping keeps huge boxes inside libvips' coordinate range.
-                (width, height) = (min(box.width, header.info.width), min(box.height, header.info.height))
-            }
-            if let dcOnly = progressiveDCOnly(input, header: header, box: box) {
-                // Decode the shortened stream instead; nested so its bytes outlive every lazy step.
-                return try ImageInput.data(dcOnly).withSource { shortened throws(VipsError) in
-                    let image = try load(shortened, shrink: 8, label: label)
-                    return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
-                }
-            }
-            let image = try shrinkOnLoad(source, header: header, box: box, label: label) ?? header.image
-            return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
+            // The probed header is the source's: a caller needing it reads `bitmap.source`.
+            let origin = BitmapSource(info: header.info, decodedLeniently: false)
+            return try decode(source, input: input, header: header, size: size, scale: scale,
+                              allowUpscale: allowUpscale, label: label).withSource(origin)
         }
+    }
+
+    /// The libvips path of `decode`, from the probed header.
+    private func decode(_ source: UnsafeMutablePointer<VipsSource>, input: ImageInput, header: Header, size: TargetSize,
+                        scale: Double, allowUpscale: Bool, label: String) throws(VipsError) -> Bitmap {
+        guard let box = size.pixelBox(scale: scale) else {
+            return try finish(header.image, width: header.info.width, height: header.info.height,
+                              allowUpscale: allowUpscale, scale: scale, label: label)
+        }
+        let (width, height): (Int, Int)
+        if allowUpscale {
+            try checkUpscale(header.info, box: box, label: label)
+            (width, height) = (box.width, box.height)
+        } else {
+            // A box side beyond the image changes nothing when shrinking
+            // only; clamping keeps huge boxes inside libvips' coordinate range.
+            (width, height) = (min(box.width, header.info.width), min(box.height, header.info.height))
+        }
+        if let dcOnly = progressiveDCOnly(input, header: header, box: box) {
+            // Decode the shortened stream instead; nested so its bytes outlive every lazy step.
+            return try ImageInput.data(dcOnly).withSource { shortened throws(VipsError) in
+                let image = try load(shortened, shrink: 8, label: label)
+                return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
+            }
+        }
+        let image = try shrinkOnLoad(source, header: header, box: box, label: label) ?? header.image
+        return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
     }
 
     /// Resizes to fit width × height (upright, colour-managed) and materialises 8-bit sRGB pixels.

@@ -27,9 +27,24 @@ extension ImageDecoder {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
         try mode.validate(for: size)
-        let header = try info(input)
+        // Fill and stretch need the header first (to choose the covering
+        // side); fit and contain read it from the decode itself, so the file's
+        // header is parsed once.
+        let needsHeaderFirst: Bool
+        switch mode {
+        case .fill, .stretch: needsHeaderFirst = size.pixelBox(scale: scale) != nil
+        case .fit, .contain: needsHeaderFirst = false
+        }
+        let probed = needsHeaderFirst ? try info(input) : nil
+        // Only this decode's own warnings tell whether it was lenient.
         _ = VipsRuntime.takeLastWarning()
-        let bitmap = try decode(input, header: header, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale)
+        let bitmap = try decode(input, header: probed, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale)
+        let header: ImageInfo
+        if let known = probed ?? bitmap.source?.info {
+            header = known
+        } else {
+            header = try info(input)
+        }
         // Warnings are noted per thread, and this decode ran on this one: a
         // lenient decode of damaged data is the one that warns (libjpeg's
         // "premature end", libpng's CRC and truncation complaints).
@@ -40,7 +55,13 @@ extension ImageDecoder {
         return bitmap.withSource(BitmapSource(info: header, decodedLeniently: damaged, metadata: metadata))
     }
 
-    private func decode(_ input: ImageInput, header: ImageInfo, size: TargetSize, mode: ResizeMode, scale: Double,
+    /// `probed`, or the header read now.
+    private func probedOrRead(_ probed: ImageInfo?, _ input: ImageInput) throws(VipsError) -> ImageInfo {
+        if let probed { return probed }
+        return try info(input)
+    }
+
+    private func decode(_ input: ImageInput, header probed: ImageInfo?, size: TargetSize, mode: ResizeMode, scale: Double,
                         allowUpscale: Bool) throws(VipsError) -> Bitmap {
         guard let box = size.pixelBox(scale: scale) else {
             return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
@@ -50,11 +71,13 @@ extension ImageDecoder {
         case .fit:
             return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
         case .fill(let gravity):
+            let header = try probedOrRead(probed, input)
             let covering = try decode(input, size: Self.coveringSide(header, box: box), scale: 1,
                                       allowUpscale: allowUpscale).withScale(scale)
             let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
             return try Self.crop(covering, to: target, gravity: gravity, label: label)
         case .stretch:
+            let header = try probedOrRead(probed, input)
             let covering = try decode(input, size: Self.coveringSide(header, box: box), scale: 1,
                                       allowUpscale: allowUpscale).withScale(scale)
             let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
