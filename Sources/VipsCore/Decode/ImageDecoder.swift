@@ -13,6 +13,10 @@ public struct ImageDecoder: Sendable {
     /// (see `decodeJPEGDirectly`); false sends everything through libvips, for
     /// tests and comparisons.
     var usesDirectPaths = true
+    /// What a caller already knows of one file input (its size and first
+    /// bytes, as a loader or cache read them), so admitting it needs neither
+    /// an open nor a read. Used only for that exact input.
+    package var knownFile: (path: String, byteCount: Int, prefix: [UInt8])?
 
     /// A decoder with `options` (default `DecodeOptions()`: 100 MP limit, lenient, fast shrink-on-load).
     public init(options: DecodeOptions = DecodeOptions()) {
@@ -177,7 +181,12 @@ public struct ImageDecoder: Sendable {
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
     /// bytes, before any libvips loader runs; returns the one loader allowed to read them.
     private func admit(_ input: ImageInput) throws(VipsError) -> (ImageFormat, String) {
-        let (size, prefix) = try input.sizeAndPrefix()
+        let (size, prefix): (Int, [UInt8])
+        if case .file(let path) = input, let known = knownFile, known.path == path, !known.prefix.isEmpty {
+            (size, prefix) = (known.byteCount, known.prefix)
+        } else {
+            (size, prefix) = try input.sizeAndPrefix()
+        }
         let label = input.label
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
         try options.limits.check(inputBytes: size, label: label)

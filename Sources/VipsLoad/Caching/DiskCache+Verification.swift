@@ -29,10 +29,13 @@ extension DiskCache {
                 continue
             }
             // Verify the linked inode itself: what is checked is what is served.
-            if verify(path: path, entry: entry) {
+            if let leading = verify(path: path, entry: entry) {
                 touch(stem: stem)
                 state.withLock { $0.metrics.hits += 1 }
-                let data = ImageData(input: .file(path), byteCount: entry.byteCount, removingFileOnRelease: owned)
+                // The bytes verified are the ones the decoder reads: it is told their
+                // first bytes, so it does not open the file again to sniff it.
+                let data = ImageData(input: .file(path), byteCount: entry.byteCount, leadingBytes: leading,
+                                     removingFileOnRelease: owned)
                 return Hit(entry: entry, data: data)
             }
             if owned { unlink(path) }
@@ -62,19 +65,20 @@ extension DiskCache {
     }
 
     /// Checks length, format magic and checksum of the file at `path` against `entry`.
-    func verify(path: String, entry: DiskCacheEntry) -> Bool {
+    /// Returns the file's first bytes when it passes, nil when it does not.
+    func verify(path: String, entry: DiskCacheEntry) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = Glibc.stat()
-        guard fstat(fd, &info) == 0, Int(info.st_size) == entry.byteCount, entry.byteCount > 0 else { return false }
+        guard fstat(fd, &info) == 0, Int(info.st_size) == entry.byteCount, entry.byteCount > 0 else { return nil }
         var prefix = [UInt8](repeating: 0, count: 32)
         let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 32, 0) }
-        guard count > 0, ImageFormat.sniff(prefix.prefix(count)) != nil else { return false }
-        if entry.byteCount <= configuration.fullVerificationLimit {
-            return ContentChecksum.ofFile(fd, size: entry.byteCount) == entry.checksum
-        }
-        return ContentChecksum.sampledOfFile(fd, size: entry.byteCount) == entry.sampledChecksum
+        guard count > 0, ImageFormat.sniff(prefix.prefix(count)) != nil else { return nil }
+        let intact = entry.byteCount <= configuration.fullVerificationLimit
+            ? ContentChecksum.ofFile(fd, size: entry.byteCount) == entry.checksum
+            : ContentChecksum.sampledOfFile(fd, size: entry.byteCount) == entry.sampledChecksum
+        return intact ? Array(prefix.prefix(count)) : nil
     }
 
 }

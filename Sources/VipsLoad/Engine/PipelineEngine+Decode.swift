@@ -49,7 +49,7 @@ extension PipelineEngine {
         case .data(let data):
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
-                try decoder.decode(data.input, size: request.request.size, mode: request.request.mode,
+                try decoder(for: data).decode(data.input, size: request.request.size, mode: request.request.mode,
                                    scale: request.request.scale, allowUpscale: request.key.allowUpscale,
                                    keepingMetadata: request.request.options.contains(.keepMetadata))
             }
@@ -76,6 +76,17 @@ extension PipelineEngine {
             }
             unit.complete(with: result, &effects)
         }
+    }
+}
+
+extension PipelineEngine {
+    /// The decoder for `data`: told the file's size and first bytes when the
+    /// loader or cache read them, so it does not open the file to sniff it.
+    func decoder(for data: ImageData) -> ImageDecoder {
+        guard case .file(let path) = data.input, !data.leadingBytes.isEmpty else { return decoder }
+        var told = decoder
+        told.knownFile = (path, data.byteCount, data.leadingBytes)
+        return told
     }
 }
 

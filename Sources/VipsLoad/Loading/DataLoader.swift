@@ -54,7 +54,10 @@ public struct DataLoader: ImageDataLoading {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VipsError.file(errno, "cannot stat \(path)") }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw VipsError(.io, "\(path) is not a regular file") }
-        return ImageData(input: .file(path), byteCount: Int(info.st_size))
+        // The first bytes, read here once, so the decoder need not open the file to sniff it.
+        var prefix = [UInt8](repeating: 0, count: 32)
+        let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 32, 0) }
+        return ImageData(input: .file(path), byteCount: Int(info.st_size), leadingBytes: count > 0 ? Array(prefix.prefix(count)) : [])
     }
 }
 

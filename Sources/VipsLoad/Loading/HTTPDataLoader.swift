@@ -190,7 +190,8 @@ public final class HTTPDataLoader: ImageDataLoading {
                 }
             }
             let summary = try file.finish()
-            return ImageData(input: .file(file.path), byteCount: summary.byteCount, removingFileOnRelease: true)
+            return ImageData(input: .file(file.path), byteCount: summary.byteCount, leadingBytes: summary.prefix,
+                             removingFileOnRelease: true)
         }
     }
 

@@ -16,12 +16,22 @@ public final class ImageData: Sendable {
     let isFromDataCache: Bool
     /// The data this wraps, kept alive (and its temporary file with it).
     private let wrapped: ImageData?
+    /// The first bytes, when the loader or cache already read them (empty
+    /// otherwise): the decoder then sniffs the format from them and does not
+    /// open the file again to do so.
+    let leadingBytes: [UInt8]
 
     /// - Parameter removingFileOnRelease: true when `input` is a temporary file
     ///   this object owns and deletes when released.
-    public init(input: ImageInput, byteCount: Int, removingFileOnRelease: Bool = false) {
+    public convenience init(input: ImageInput, byteCount: Int, removingFileOnRelease: Bool = false) {
+        self.init(input: input, byteCount: byteCount, leadingBytes: [], removingFileOnRelease: removingFileOnRelease)
+    }
+
+    /// Data whose first bytes the loader or cache has read already.
+    init(input: ImageInput, byteCount: Int, leadingBytes: [UInt8], removingFileOnRelease: Bool = false) {
         self.input = input
         self.byteCount = byteCount
+        self.leadingBytes = leadingBytes
         isFromDataCache = false
         wrapped = nil
         if removingFileOnRelease, case .file(let path) = input {
@@ -37,6 +47,7 @@ public final class ImageData: Sendable {
         byteCount = data.byteCount
         temporaryPath = nil
         isFromDataCache = true
+        leadingBytes = data.leadingBytes
         wrapped = data
     }
 
