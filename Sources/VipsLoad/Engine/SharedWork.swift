@@ -124,6 +124,9 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     /// Whether nobody waits for the result (a running decode may still finish).
     var hasSubscribers: Bool { !subscribers.isEmpty }
 
+    /// How many subscribers the result will reach if it completes now.
+    var subscriberCount: Int { subscribers.count }
+
     /// Whether the unit is still live: not completed, failed or disposed of.
     var isLive: Bool {
         if case .ended = phase { return false }

@@ -27,7 +27,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     private let delegate: HTTPSessionDelegate
     /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
     private let limiter: HTTPDownloadLimiter?
-    private let coalescer = HTTPFetchCoalescer()
+    private let coalescer = SharedLoads()
     private let counters = LockedState(HTTPLoaderMetrics())
 
     /// A loader with its own session; at most `maxConcurrentDownloads` downloads run at once.
