@@ -51,7 +51,7 @@ final class PipelineEngine: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = Lock(rank: .engine)
     /// Decode units, and processing units (keys with processors) beside them.
-    let decodes = WorkTable<ImageCacheKey, Bitmap>()
+    let decodes = WorkTable<WorkKey, Bitmap>()
     let loads = WorkTable<String, ImageData>()
     var attachedTasks = 0
 
@@ -109,7 +109,7 @@ final class PipelineEngine: @unchecked Sendable {
     func submit(_ task: ImageTask, _ request: ValidatedRequest) {
         let hit = perform { effects -> Bitmap? in
             let unit: SharedWork<Bitmap>
-            if let existing = decodes[request.key] {
+            if let existing = decodes[request.workKey] {
                 unit = existing
                 metrics.coalesced.add(1, ordering: .relaxed)
             } else {

@@ -81,8 +81,8 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// The download step of an `ImagePipeline`, which coalesces loads and has
     /// already looked in `cache` itself: the network only (with retries),
     /// revalidating `stale` when given, streaming the body into `cache`.
-    func download(_ source: ImageSource, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        try await fetch(try Self.httpURL(of: source), key: source.dataCacheKey, cache: cache, revalidating: stale)
+    func download(_ source: ImageSource, key: String, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        try await fetch(try Self.httpURL(of: source), key: key, cache: cache, revalidating: stale)
     }
 
     /// Whether `stale-if-error` covers the failure: a 5xx status or a

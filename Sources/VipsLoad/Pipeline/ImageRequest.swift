@@ -92,6 +92,27 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         /// for `ImagePipeline.encodedImage(for:as:keepingMetadata:)`. Part of
         /// the cache key (a bitmap without it cannot serve such a request).
         public static let keepMetadata = Options(rawValue: 1 << 3)
+        /// Ignore cached data: skip the memory cache and the data cache when
+        /// reading (the source is loaded again, a URL downloaded again), but
+        /// still store the new results (pull-to-refresh). Never joins work in
+        /// flight for requests without it.
+        public static let reloadIgnoringCachedData = Options(rawValue: 1 << 4)
+        /// Serve from the memory cache or the data cache only: a miss fails
+        /// with `.notCached`, without a network request or a data loader call
+        /// (offline mode). A stale data-cache entry is served as it is. Local
+        /// files and in-memory data read by the pipeline itself are still read.
+        public static let returnCacheDataDontLoad = Options(rawValue: 1 << 5)
+        /// Do not look in the data cache (the source is loaded).
+        public static let disableDataCacheReads = Options(rawValue: 1 << 6)
+        /// Do not store what is loaded in the data cache.
+        public static let disableDataCacheWrites = Options(rawValue: 1 << 7)
+        /// Neither read nor write the data cache.
+        public static let disableDataCache: Options = [.disableDataCacheReads, .disableDataCacheWrites]
+
+        /// The switches that change how the data is loaded: requests that
+        /// differ in them never share a load or a decode.
+        static let loadingVariant: Options = [.reloadIgnoringCachedData, .returnCacheDataDontLoad,
+                                              .disableDataCacheReads, .disableDataCacheWrites]
     }
 
     /// The identity of the pixels this request produces: source, pixel box,
@@ -140,6 +161,11 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// version) and pixel box; `.invalidArgument` for a size or scale no
     /// decode can produce.
     func validated() throws(VipsError) -> ValidatedRequest {
+        if options.contains(.returnCacheDataDontLoad),
+           !options.isDisjoint(with: [.reloadIgnoringCachedData, .disableDataCacheReads]) {
+            throw VipsError(.invalidArgument, "\(source): returnCacheDataDontLoad contradicts "
+                            + (options.contains(.reloadIgnoringCachedData) ? "reloadIgnoringCachedData" : "disableDataCacheReads"))
+        }
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
         }

@@ -8,8 +8,23 @@ struct ValidatedRequest: Sendable {
     var scale: Double { request.scale }
     /// What one data load of this request reads: the source at its version.
     var sourceKey: String { key.versionedSourceKey }
-    var readsMemoryCache: Bool { !request.options.contains(.disableMemoryCacheReads) }
+    var readsMemoryCache: Bool { request.options.isDisjoint(with: [.disableMemoryCacheReads, .reloadIgnoringCachedData]) }
     var writesMemoryCache: Bool { !request.options.contains(.disableMemoryCacheWrites) }
+    /// How the data unit uses the data cache.
+    var dataPolicy: DataPolicy {
+        let options = request.options
+        return DataPolicy(reads: options.isDisjoint(with: [.disableDataCacheReads, .reloadIgnoringCachedData]),
+                          writes: !options.contains(.disableDataCacheWrites),
+                          cacheOnly: options.contains(.returnCacheDataDontLoad),
+                          key: URLRedaction.storageKey(key.sourceKey))
+    }
+    /// The loading switches that keep this request's work apart (0 for none).
+    var variant: Int { request.options.intersection(.loadingVariant).rawValue }
+    /// Where this request's decode or processing unit is found and joined.
+    var workKey: WorkKey { WorkKey(key: key, variant: variant) }
+    /// Where this request's data unit is found and joined: the source at its
+    /// version, apart for requests with other loading switches.
+    var loadKey: String { variant == 0 ? sourceKey : sourceKey + "|" + String(variant) }
     /// The decode a processed request is made from: the same request without
     /// its processors (its key the same without their identifiers).
     var decodeStage: ValidatedRequest {
@@ -17,4 +32,23 @@ struct ValidatedRequest: Sendable {
         plain.processors = []
         return ValidatedRequest(request: plain, key: key.withoutProcessing)
     }
+}
+
+/// The key of a decode or processing unit: the bitmap's key, and the loading
+/// switches (a reload must not join a decode of cached data).
+struct WorkKey: Hashable, Sendable {
+    let key: ImageCacheKey
+    let variant: Int
+}
+
+/// How one data unit uses the data cache.
+struct DataPolicy: Sendable {
+    /// Look in the data cache before loading.
+    let reads: Bool
+    /// Store what is loaded.
+    let writes: Bool
+    /// Never load: a data-cache miss is `.notCached`.
+    let cacheOnly: Bool
+    /// The entry's key in the data cache (credentials replaced by their digest).
+    let key: String
 }
