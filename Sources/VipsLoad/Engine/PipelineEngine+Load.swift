@@ -117,7 +117,8 @@ extension PipelineEngine {
         do {
             if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
                 // The default loader streams into a disk cache and revalidates its entries itself.
-                result = .success(try await httpLoader.download(source, key: policy.key,
+                result = .success(try await httpLoader.download(source, key: policy.key, headers: policy.headers,
+                                                                modifier: requestModifier,
                                                                 cache: policy.writes ? dataCache as? DiskCache : nil,
                                                                 revalidating: stale))
             } else {

@@ -31,6 +31,8 @@ final class PipelineEngine: @unchecked Sendable {
     /// Consulted before any loader for remote sources.
     let dataCache: (any ImageDataCaching)?
     let cachePolicy: HTTPCachePolicy
+    /// `Configuration.requestModifier`, for the default HTTP loader's downloads.
+    let requestModifier: RequestModification.Modifier?
     /// Data-cache hits served by the pipeline's own lookups.
     let dataCacheHits = Atomic<Int>(0)
     let decoder: ImageDecoder
@@ -69,6 +71,7 @@ final class PipelineEngine: @unchecked Sendable {
         usesDefaultLoader = configuration.dataLoader == nil
         dataCache = configuration.effectiveDataCache
         cachePolicy = configuration.http.cachePolicy
+        requestModifier = configuration.requestModifier
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)

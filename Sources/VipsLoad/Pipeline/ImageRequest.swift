@@ -28,6 +28,16 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public var priority: Priority
     /// Cache and decode options. Default none.
     public var options: Options
+    /// Header fields sent with this request's download, merged over the
+    /// pipeline's (`HTTPDataLoader.Configuration.headers`; a field set here
+    /// wins). Not part of the cache key: identical requests in flight share
+    /// one download, sent with the first one's fields. Default none.
+    public var httpHeaders: [String: String] = [:]
+    /// The identity of the image in every cache, in place of the source's:
+    /// requests with one `imageID` share memory and data-cache entries and
+    /// one download, whatever their URLs (for example a signed URL whose
+    /// signature changes). A file's version still applies. Default nil.
+    public var imageID: String?
 
     /// A request for `source`; every parameter but the source has its documented default.
     public init(source: ImageSource, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
@@ -120,7 +130,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// options and the scale tag are not part of it. (Without the file's
     /// version: the pipeline adds it when it serves the request.)
     public var cacheKey: ImageCacheKey {
-        ImageCacheKey(sourceKey: source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
+        ImageCacheKey(sourceKey: imageID ?? source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
                       allowUpscale: options.contains(.allowUpscale), geometry: geometryKey, processing: processingKey)
     }
 
@@ -139,6 +149,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
         lhs.source == rhs.source && lhs.size == rhs.size && lhs.mode == rhs.mode && lhs.scale == rhs.scale
             && lhs.priority == rhs.priority && lhs.options == rhs.options && lhs.processingKey == rhs.processingKey
+            && lhs.httpHeaders == rhs.httpHeaders && lhs.imageID == rhs.imageID
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -149,6 +160,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(priority)
         hasher.combine(options)
         hasher.combine(processingKey)
+        hasher.combine(imageID)
     }
 
     /// The source, then the size and scale, and any priority but `.normal`.
@@ -176,7 +188,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
             throw VipsError(.invalidArgument, "\(source): \(error.message)")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
-        let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
+        let key = ImageCacheKey(sourceKey: imageID ?? source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
                                 box: box, allowUpscale: options.contains(.allowUpscale),
                                 geometry: geometryKey, processing: processingKey)
         return ValidatedRequest(request: self, key: key)

@@ -16,7 +16,7 @@ struct ValidatedRequest: Sendable {
         return DataPolicy(reads: options.isDisjoint(with: [.disableDataCacheReads, .reloadIgnoringCachedData]),
                           writes: !options.contains(.disableDataCacheWrites),
                           cacheOnly: options.contains(.returnCacheDataDontLoad),
-                          key: URLRedaction.storageKey(key.sourceKey))
+                          key: URLRedaction.storageKey(key.sourceKey), headers: request.httpHeaders)
     }
     /// The loading switches that keep this request's work apart (0 for none).
     var variant: Int { request.options.intersection(.loadingVariant).rawValue }
@@ -51,4 +51,6 @@ struct DataPolicy: Sendable {
     let cacheOnly: Bool
     /// The entry's key in the data cache (credentials replaced by their digest).
     let key: String
+    /// The request's own header fields, merged over the pipeline's.
+    var headers: [String: String] = [:]
 }
