@@ -36,6 +36,8 @@ extension PipelineEngine {
                     self.enqueueDecode(unit, request, .data(bytes), &effects)
                 case .failure(let error):
                     unit.complete(with: .failure(error), &effects)
+                case .progress(let completed, let total):
+                    unit.reportProgress(completed: completed, total: total, &effects)
                 }
             }
         }

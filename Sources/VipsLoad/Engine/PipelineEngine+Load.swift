@@ -119,6 +119,11 @@ extension PipelineEngine {
                 // The default loader streams into a disk cache and revalidates its entries itself.
                 result = .success(try await httpLoader.download(source, key: policy.key, headers: policy.headers,
                                                                 modifier: requestModifier,
+                                                                progress: { [weak self] completed, total in
+                                                                    self?.perform { effects in
+                                                                        unit.reportProgress(completed: completed, total: total, &effects)
+                                                                    }
+                                                                },
                                                                 cache: policy.writes ? dataCache as? DiskCache : nil,
                                                                 revalidating: stale))
             } else {

@@ -38,6 +38,8 @@ extension PipelineEngine {
                     self.enqueueProcess(unit, request, bitmap, &effects)
                 case .failure(let error):
                     unit.complete(with: .failure(error), &effects)
+                case .progress(let completed, let total):
+                    unit.reportProgress(completed: completed, total: total, &effects)
                 }
             }
         }

@@ -131,6 +131,7 @@ final class PipelineEngine: @unchecked Sendable {
         }
         if let hit {
             metrics.memoryHits.add(1, ordering: .relaxed)
+            task.noteCacheHit(.memory)
             task.complete(with: .value(hit))
         }
     }
