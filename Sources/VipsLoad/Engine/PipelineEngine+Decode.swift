@@ -24,7 +24,9 @@ extension PipelineEngine {
             data = existing
             metrics.dataLoadsShared.add(1, ordering: .relaxed)
         } else {
-            data = startLoad(request.request.source, key: request.loadKey, policy: request.dataPolicy,
+            var policy = request.dataPolicy
+            if !storesOriginalData(request) { policy.writes = false }
+            data = startLoad(request.request.source, key: request.loadKey, policy: policy,
                              priority: request.priority, &effects)
         }
         let subscription = data.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in

@@ -31,6 +31,9 @@ final class PipelineEngine: @unchecked Sendable {
     /// Consulted before any loader for remote sources.
     let dataCache: (any ImageDataCaching)?
     let cachePolicy: HTTPCachePolicy
+    /// `Configuration.dataCachePolicy` and `processedImageFormat`.
+    let dataCachePolicy: DataCachePolicy
+    let processedImageFormat: OutputFormat
     /// `Configuration.requestModifier`, for the default HTTP loader's downloads.
     let requestModifier: RequestModification.Modifier?
     /// Data-cache hits served by the pipeline's own lookups.
@@ -72,6 +75,8 @@ final class PipelineEngine: @unchecked Sendable {
         dataCache = configuration.effectiveDataCache
         cachePolicy = configuration.http.cachePolicy
         requestModifier = configuration.requestModifier
+        dataCachePolicy = configuration.dataCachePolicy
+        processedImageFormat = configuration.processedImageFormat
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)
@@ -112,7 +117,9 @@ final class PipelineEngine: @unchecked Sendable {
     func submit(_ task: ImageTask, _ request: ValidatedRequest) {
         let hit = perform { effects -> Bitmap? in
             let unit: SharedWork<Bitmap>
-            if let existing = decodes[request.workKey] {
+            let storesProcessed = storesProcessedImage(request)
+            let key = storesProcessed ? request.processedCacheWorkKey : request.workKey
+            if let existing = decodes[key] {
                 unit = existing
                 metrics.coalesced.add(1, ordering: .relaxed)
             } else {
@@ -120,7 +127,7 @@ final class PipelineEngine: @unchecked Sendable {
                 // first look: completion stores the bitmap and leaves the table
                 // in one locked section, so this second look cannot miss it.
                 if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
-                unit = startWork(request, &effects)
+                unit = storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
             }
             task.subscription = unit.subscribe(priority: task.priority, storesResult: request.writesMemoryCache,
                                                &effects) { [weak task] event in

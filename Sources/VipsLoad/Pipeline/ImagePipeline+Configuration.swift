@@ -67,6 +67,13 @@ extension ImagePipeline {
         /// second where triggers are refused; it ends with the pipeline. No
         /// monitor runs for a pipeline without a memory cache.
         public var monitorsMemoryPressure: Bool = SystemResources.current.memoryPressureFile != nil
+        /// What the data cache keeps: originals, encoded processed images,
+        /// both, or the one each request needs. Default `.storeOriginalData`.
+        /// Without a `dataCache` nothing is stored.
+        public var dataCachePolicy: DataCachePolicy = .storeOriginalData
+        /// The format processed images are stored in (see `DataCachePolicy`).
+        /// Default lossless PNG: a rerun serves the very pixels the first run made.
+        public var processedImageFormat: OutputFormat = .png(compression: 6)
         /// Called once for each download of the default HTTP loader (not for
         /// each retry, and once for requests that share a download), with the
         /// request as it would be sent (the pipeline's and the request's header

@@ -22,6 +22,19 @@ struct ValidatedRequest: Sendable {
     var variant: Int { request.options.intersection(.loadingVariant).rawValue }
     /// Where this request's decode or processing unit is found and joined.
     var workKey: WorkKey { WorkKey(key: key, variant: variant) }
+    /// Where the unit that serves this request through the processed-image
+    /// data cache is found and joined (beside the decode it falls back to).
+    var processedCacheWorkKey: WorkKey { WorkKey(key: key, variant: variant, throughDataCache: true) }
+    /// Whether the request asks for more than the source's own pixels: a
+    /// box, a resize mode other than fit, or processors.
+    var isProcessed: Bool { !key.isOriginal || !key.geometry.isEmpty || !key.processing.isEmpty }
+    /// The processed result's key in the data cache: the source's storage key
+    /// and version, the pixel box, geometry, processors and `format`.
+    func processedCacheKey(format: OutputFormat) -> String {
+        "processed:" + URLRedaction.storageKey(key.sourceKey) + (key.version.map { "#" + $0.description } ?? "")
+            + "|\(key.width)x\(key.height)" + (key.allowUpscale ? "+upscale" : "") + "|" + key.geometry
+            + "|" + key.processing + "|" + format.description
+    }
     /// Where this request's data unit is found and joined: the source at its
     /// version, apart for requests with other loading switches.
     var loadKey: String { variant == 0 ? sourceKey : sourceKey + "|" + String(variant) }
@@ -39,6 +52,8 @@ struct ValidatedRequest: Sendable {
 struct WorkKey: Hashable, Sendable {
     let key: ImageCacheKey
     let variant: Int
+    /// The unit that looks in the processed-image data cache first.
+    var throughDataCache = false
 }
 
 /// How one data unit uses the data cache.
@@ -46,7 +61,7 @@ struct DataPolicy: Sendable {
     /// Look in the data cache before loading.
     let reads: Bool
     /// Store what is loaded.
-    let writes: Bool
+    var writes: Bool
     /// Never load: a data-cache miss is `.notCached`.
     let cacheOnly: Bool
     /// The entry's key in the data cache (credentials replaced by their digest).
