@@ -9,6 +9,9 @@
 /// the geometry, the processors and that format; each is checksummed like
 /// every entry, and a corrupt one is deleted and rebuilt from the source.
 /// Requests that keep metadata (`.keepMetadata`) are never stored processed.
+/// Processed entries carry no HTTP validators: for a URL they are served
+/// whatever the original's `Cache-Control` said (as in Nuke);
+/// `.reloadIgnoringCachedData` rebuilds one.
 public enum DataCachePolicy: Sendable, Hashable {
     /// The downloaded original bytes only (the default, and the behaviour
     /// before this policy existed).

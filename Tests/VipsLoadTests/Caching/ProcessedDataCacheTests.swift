@@ -108,4 +108,27 @@ final class ProcessedDataCacheTests: NetworkTestCase {
             XCTAssertEqual(try bodies().count, policy == .storeAll ? count : 1, "\(policy)")
         }
     }
+
+    func testReloadRebuildsAProcessedEntryAndCacheOnlyIsServedFromIt() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 300, height: 100, seed: 6)
+        server.route("/offline.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
+        let request = ImageRequest(url: server.url("/offline.jpg"), size: .maxPixelSize(60))
+        _ = try await makePipeline().image(for: request)
+
+        var offline = request
+        offline.options = .returnCacheDataDontLoad
+        let second = try makePipeline()
+        let served = try await second.image(for: offline)
+        XCTAssertEqual([served.width, served.height], [60, 20])
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+
+        var reload = request
+        reload.options = .reloadIgnoringCachedData
+        _ = try await second.image(for: reload)
+        XCTAssertEqual(second.metrics.decodesStarted, 1)
+        XCTAssertEqual(server.requestCount("/offline.jpg"), 2)
+        let third = try makePipeline()
+        _ = try await third.image(for: request)
+        XCTAssertEqual(third.metrics.decodesStarted, 0, "the reload stored its result")
+    }
 }
