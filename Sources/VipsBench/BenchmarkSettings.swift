@@ -6,11 +6,13 @@ public struct BenchmarkSettings: Sendable {
     /// The scenarios, in the order they run.
     public enum Scenario: String, Sendable, CaseIterable {
         case throughput, warm, coalesce, scroll, scale
+        /// Two passes of a gallery indexer over one disk cache.
+        case rerun
         /// Minutes of mixed requests; only when asked for by name.
         case soak
 
         /// What runs when no scenario is named.
-        public static let standard: [Scenario] = [.throughput, .warm, .coalesce, .scroll, .scale]
+        public static let standard: [Scenario] = [.throughput, .warm, .coalesce, .scroll, .scale, .rerun]
     }
 
     /// Thumbnail box side in pixels. Default 256.

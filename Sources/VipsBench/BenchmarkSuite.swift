@@ -14,6 +14,7 @@ public enum BenchmarkSuite {
             case .coalesce: result = await CoalesceScenario.run(classes, settings: settings, progress: progress)
             case .scroll: result = await ScrollScenario.run(classes, settings: settings, progress: progress)
             case .scale: result = await ScaleScenario.run(classes, settings: settings, progress: progress)
+            case .rerun: result = await RerunScenario.run(classes, settings: settings, progress: progress)
             case .soak: result = await SoakScenario.run(classes, settings: settings, progress: progress)
             }
             report(result)

@@ -217,3 +217,31 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertEqual(server.requestCount("/down.jpg"), 3, "--retries 0 never retries")
     }
 }
+
+/// `thumb --header`.
+final class ThumbHeaderTests: XCTestCase {
+    func testHeadersAreSentWithEveryURLRequestAndBadOnesAreUsageErrors() throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let jpeg = try ImageSynthesizer.data(width: 120, height: 80, seed: 91, format: .jpeg(quality: 85))
+        server.route("/one.jpg", .ok(jpeg))
+        server.route("/two.jpg", .ok(jpeg))
+        let result = try CLIHarness.run(["thumb", "--size", "40", "--out", dir.appendingPathComponent("out").path,
+                                         "--header", "Authorization: Bearer secret", "-H", "User-Agent: gallery/1",
+                                         server.url("/one.jpg").absoluteString, server.url("/two.jpg").absoluteString])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        for path in ["/one.jpg", "/two.jpg"] {
+            let request = try XCTUnwrap(server.requests(path).first)
+            XCTAssertEqual(request.header("Authorization"), "Bearer secret")
+            XCTAssertEqual(request.header("User-Agent"), "gallery/1")
+            XCTAssertNotNil(request.header("Accept"), "the default fields stay")
+        }
+        for bad in ["no colon", ": empty name", "Bad Name: x"] {
+            let refused = try CLIHarness.run(["thumb", "--header", bad, server.url("/one.jpg").absoluteString])
+            XCTAssertEqual(refused.status, 2, bad)
+            XCTAssertTrue(refused.stderr.contains("--header"), refused.stderr)
+        }
+        XCTAssertEqual(server.totalRequestCount, 2)
+    }
+}

@@ -134,3 +134,17 @@ final class SoakScenarioTests: XCTestCase {
         XCTAssertLessThanOrEqual(value("memoryCacheMB") ?? .infinity, value("memoryCacheLimitMB") ?? 0)
     }
 }
+
+extension BenchmarkScenarioTests {
+    func testRerunDecodesNothingOnTheSecondPass() async {
+        let report = await run(.rerun)
+        let images = Double(Self.classes.reduce(0) { $0 + $1.files.count })
+        XCTAssertEqual(report.summaryValue("firstDecodes")?.number, images)
+        XCTAssertEqual(report.summaryValue("secondDecodes")?.number, 0)
+        XCTAssertEqual(report.summaryValue("secondDiskHits")?.number, images)
+        XCTAssertEqual(report.summaryValue("firstFailures")?.number, 0)
+        XCTAssertEqual(report.summaryValue("secondFailures")?.number, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: FileManager.default.temporaryDirectory
+            .appendingPathComponent("vipsload-bench-rerun").path), "the cache folder is removed")
+    }
+}

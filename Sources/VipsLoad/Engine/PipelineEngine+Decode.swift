@@ -14,17 +14,20 @@ extension PipelineEngine {
     /// unit (joined when one is in flight or loaded, else started).
     func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.key)
+        decodes.insert(unit, for: request.workKey)
         if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit, let larger = memoryCache?.largerBitmap(for: request.key) {
             enqueueDecode(unit, request, .bitmap(larger), &effects)
             return unit
         }
         let data: SharedWork<ImageData>
-        if let existing = loads[request.sourceKey] {
+        if let existing = loads[request.loadKey] {
             data = existing
             metrics.dataLoadsShared.add(1, ordering: .relaxed)
         } else {
-            data = startLoad(request.request.source, key: request.sourceKey, priority: request.priority, &effects)
+            var policy = request.dataPolicy
+            if !storesOriginalData(request) { policy.writes = false }
+            data = startLoad(request.request.source, key: request.loadKey, policy: policy,
+                             priority: request.priority, &effects)
         }
         chain(unit, to: data, &effects) { [weak self] bytes, unit, effects in
             self?.enqueueDecode(unit, request, .data(bytes), &effects)

@@ -3,25 +3,27 @@ import Foundation
 extension PipelineEngine {
     /// Creates the data unit for a source and queues its first step: local
     /// sources of the default loader are read on the I/O lane; remote sources
-    /// are looked up in the data cache on the I/O lane, then loaded on the
-    /// network lane; everything else goes to the network lane at once. The
-    /// unit keeps the data while decodes of any size hold it.
-    func startLoad(_ source: ImageSource, key: String, priority: ImageRequest.Priority,
+    /// are looked up in the data cache on the I/O lane (unless `policy` skips
+    /// its reads), then loaded on the network lane; everything else goes to
+    /// the network lane at once. A cache-only unit never reaches the network
+    /// lane: its miss is `.notCached`. The unit keeps the data while decodes
+    /// of any size hold it.
+    func startLoad(_ source: ImageSource, key: String, policy: DataPolicy, priority: ImageRequest.Priority,
                    _ effects: inout Effects) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
         loads.insert(unit, for: key)
         if usesDefaultLoader, source.isLocal {
             enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
-        } else if dataCache != nil, !source.isLocal {
-            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runCacheLookup(unit, source) }
+        } else if policy.cacheOnly || (!source.isLocal && dataCache != nil && policy.reads) {
+            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runCacheLookup(unit, source, policy) }
         } else {
-            enqueueNetwork(unit, source, revalidating: nil, &effects)
+            enqueueNetwork(unit, source, policy, revalidating: nil, &effects)
         }
         return unit
     }
 
-    private func enqueueNetwork(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?,
-                                _ effects: inout Effects) {
+    private func enqueueNetwork(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+                                revalidating stale: DiskCache.Hit?, _ effects: inout Effects) {
         let lane = loadLane
         let id = lane.reserveID()
         unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
@@ -29,7 +31,7 @@ extension PipelineEngine {
         effects.add { [weak self] in
             lane.enqueue(id, priority: priority) { [weak self] in
                 guard let self else { return lane.finish() }
-                self.startRemoteLoad(unit, source, revalidating: stale)
+                self.startRemoteLoad(unit, source, policy, revalidating: stale)
             }
         }
     }
@@ -44,21 +46,24 @@ extension PipelineEngine {
     }
 
     /// Looks a remote source up in the data cache on an I/O thread: a fresh
-    /// entry completes the unit at once, without waiting behind downloads;
-    /// otherwise the load moves to the network lane (revalidating a stale entry).
-    private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource) {
-        guard perform({ _ in unit.begin() }), let dataCache else { return }
+    /// entry (any entry, for a cache-only unit) completes the unit at once,
+    /// without waiting behind downloads; otherwise the load moves to the
+    /// network lane (revalidating a stale entry), or a cache-only unit fails
+    /// with `.notCached`.
+    private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy) {
+        guard perform({ _ in unit.begin() }) else { return }
         var stale: DiskCache.Hit?
         var fresh: ImageData?
         if let disk = dataCache as? DiskCache {
-            if let hit = disk.lookup(source.dataCacheKey) {
-                if cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
+            if let hit = disk.lookup(policy.key) {
+                if policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
                     fresh = hit.data
-                } else if hit.entry.http?.canRevalidate == true {
+                } else if hit.entry.http?.canRevalidate == true, policy.writes {
                     stale = hit
                 }
             }
-        } else if let hit = dataCache.cachedData(for: source.dataCacheKey), cachePolicy == .ignoreExpiry || hit.isFresh() {
+        } else if let dataCache, let hit = dataCache.cachedData(for: policy.key),
+                  policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.isFresh() {
             fresh = hit.data
         }
         if let fresh {
@@ -66,27 +71,35 @@ extension PipelineEngine {
             finishLoad(unit, .success(ImageData(fromDataCache: fresh)))
             return
         }
+        if policy.cacheOnly {
+            finishLoad(unit, .failure(VipsError(.notCached, "\(source): not in the "
+                                                + (dataCache == nil ? "memory cache (the pipeline has no data cache)" : "memory or data cache")
+                                                + ", and the request asks not to load it")))
+            return
+        }
         perform { effects in
             guard unit.isLive else { return }
-            enqueueNetwork(unit, source, revalidating: stale, &effects)
+            enqueueNetwork(unit, source, policy, revalidating: stale, &effects)
         }
     }
 
     /// Starts a network-lane load in its own Swift task; its handle lets the
     /// unit cancel it (which runs the loader's cancellation handlers, after
     /// the engine lock is released).
-    private func startRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?) {
+    private func startRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+                                 revalidating stale: DiskCache.Hit?) {
         let lane = loadLane
         let task = Task { [weak self] in
             defer { lane.finish() }
-            await self?.runRemoteLoad(unit, source, revalidating: stale)
+            await self?.runRemoteLoad(unit, source, policy, revalidating: stale)
         }
         perform { effects in
             unit.attach(WorkHandle(cancel: { task.cancel() }, setPriority: { _ in }), &effects)
         }
     }
 
-    private func runRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, revalidating stale: DiskCache.Hit?) async {
+    private func runRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+                               revalidating stale: DiskCache.Hit?) async {
         // A unit that came through the cache lookup has begun already.
         let live = perform { _ in unit.begin() || unit.isLive }
         guard live, !Task.isCancelled else { return }
@@ -95,13 +108,21 @@ extension PipelineEngine {
         do {
             if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
                 // The default loader streams into a disk cache and revalidates its entries itself.
-                result = .success(try await httpLoader.download(source, cache: dataCache as? DiskCache, revalidating: stale))
+                result = .success(try await httpLoader.download(source, key: policy.key, headers: policy.headers,
+                                                                modifier: requestModifier,
+                                                                progress: { [weak self] completed, total in
+                                                                    self?.perform { effects in
+                                                                        unit.reportProgress(completed: completed, total: total, &effects)
+                                                                    }
+                                                                },
+                                                                cache: policy.writes ? dataCache as? DiskCache : nil,
+                                                                revalidating: stale))
             } else {
                 result = .success(try await loader.loadData(for: source))
-                if let dataCache, !source.isLocal, case .success(let data) = result {
+                if let dataCache, policy.writes, !source.isLocal, case .success(let data) = result {
                     // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
                     result = .success(await ioPool.run(priority: unit.priority) {
-                        (try? dataCache.store(data, for: source.dataCacheKey, http: nil)) ?? data
+                        (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
                     })
                 }
             }

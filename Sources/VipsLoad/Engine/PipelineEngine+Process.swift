@@ -16,14 +16,14 @@ extension PipelineEngine {
     /// its own account: only the processed result is, under its own key.
     func startProcess(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.key)
+        decodes.insert(unit, for: request.workKey)
         let stage = request.decodeStage
         if stage.readsMemoryCache, let decoded = memoryCache?.peek(stage.key) {
             enqueueProcess(unit, request, decoded, &effects)
             return unit
         }
         let decode: SharedWork<Bitmap>
-        if let existing = decodes[stage.key] {
+        if let existing = decodes[stage.workKey] {
             decode = existing
             metrics.coalesced.add(1, ordering: .relaxed)
         } else {

@@ -2,8 +2,9 @@ extension PipelineEngine {
     /// Makes `unit` wait for `upstream`'s value (a decode for its data, a
     /// processing unit for its decode): the value (and the unit, held weakly
     /// meanwhile) is handed to `next` under the engine lock while `unit` is
-    /// still live; a failure completes `unit` with it. The subscription is
-    /// left when `unit` ends. Call with the lock held.
+    /// still live; a failure completes `unit` with it, and progress is passed
+    /// on to `unit`'s own subscribers. The subscription is left when `unit`
+    /// ends. Call with the lock held.
     func chain<Upstream: Sendable, Value: Sendable>(
         _ unit: SharedWork<Value>, to upstream: SharedWork<Upstream>, _ effects: inout Effects,
         next: @escaping @Sendable (Upstream, SharedWork<Value>, inout Effects) -> Void
@@ -17,6 +18,8 @@ extension PipelineEngine {
                     next(value, unit, &effects)
                 case .failure(let error):
                     unit.complete(with: .failure(error), &effects)
+                case .progress(let completed, let total):
+                    unit.reportProgress(completed: completed, total: total, &effects)
                 }
             }
         }

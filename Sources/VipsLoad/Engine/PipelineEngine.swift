@@ -31,6 +31,11 @@ final class PipelineEngine: @unchecked Sendable {
     /// Consulted before any loader for remote sources.
     let dataCache: (any ImageDataCaching)?
     let cachePolicy: HTTPCachePolicy
+    /// `Configuration.dataCachePolicy` and `processedImageFormat`.
+    let dataCachePolicy: DataCachePolicy
+    let processedImageFormat: OutputFormat
+    /// `Configuration.requestModifier`, for the default HTTP loader's downloads.
+    let requestModifier: RequestModification.Modifier?
     /// Data-cache hits served by the pipeline's own lookups.
     let dataCacheHits = Atomic<Int>(0)
     let decoder: ImageDecoder
@@ -51,7 +56,7 @@ final class PipelineEngine: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = Lock(rank: .engine)
     /// Decode units, and processing units (keys with processors) beside them.
-    let decodes = WorkTable<ImageCacheKey, Bitmap>()
+    let decodes = WorkTable<WorkKey, Bitmap>()
     let loads = WorkTable<String, ImageData>()
     var attachedTasks = 0
 
@@ -69,6 +74,9 @@ final class PipelineEngine: @unchecked Sendable {
         usesDefaultLoader = configuration.dataLoader == nil
         dataCache = configuration.effectiveDataCache
         cachePolicy = configuration.http.cachePolicy
+        requestModifier = configuration.requestModifier
+        dataCachePolicy = configuration.dataCachePolicy
+        processedImageFormat = configuration.processedImageFormat
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)
@@ -109,7 +117,9 @@ final class PipelineEngine: @unchecked Sendable {
     func submit(_ task: ImageTask, _ request: ValidatedRequest) {
         let hit = perform { effects -> Bitmap? in
             let unit: SharedWork<Bitmap>
-            if let existing = decodes[request.key] {
+            let storesProcessed = storesProcessedImage(request)
+            let key = storesProcessed ? request.processedCacheWorkKey : request.workKey
+            if let existing = decodes[key] {
                 unit = existing
                 metrics.coalesced.add(1, ordering: .relaxed)
             } else {
@@ -117,7 +127,7 @@ final class PipelineEngine: @unchecked Sendable {
                 // first look: completion stores the bitmap and leaves the table
                 // in one locked section, so this second look cannot miss it.
                 if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
-                unit = startWork(request, &effects)
+                unit = storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
             }
             task.subscription = unit.subscribe(priority: task.priority, storesResult: request.writesMemoryCache,
                                                &effects) { [weak task] event in
@@ -128,6 +138,7 @@ final class PipelineEngine: @unchecked Sendable {
         }
         if let hit {
             metrics.memoryHits.add(1, ordering: .relaxed)
+            task.noteCacheHit(.memory)
             task.complete(with: .value(hit))
         }
     }

@@ -25,6 +25,9 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         case value(Value)
         /// The work failed (or its source did).
         case failure(VipsError)
+        /// Bytes of the source received so far, and the total when known:
+        /// forwarded from a download to every unit and task waiting for it.
+        case progress(completed: Int, total: Int?)
     }
 
     typealias Handler = @Sendable (Event) -> Void
@@ -166,6 +169,18 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         guard case .pending = phase else { return false }
         phase = .running
         return true
+    }
+
+    /// Tells every subscriber (as effects) how far the unit's download has
+    /// come; ignored once the unit has a result or has ended.
+    func reportProgress(completed: Int, total: Int?, _ effects: inout Effects) {
+        switch phase {
+        case .pending, .running: break
+        case .published, .ended: return
+        }
+        for handler in subscribers.map(\.subscriber.handler) {
+            effects.add { handler(.progress(completed: completed, total: total)) }
+        }
     }
 
     /// Delivers the result to every subscriber (as effects) and ends or keeps the unit.

@@ -80,9 +80,15 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// The download step of an `ImagePipeline`, which coalesces loads and has
     /// already looked in `cache` itself: the network only (with retries),
-    /// revalidating `stale` when given, streaming the body into `cache`.
-    func download(_ source: ImageSource, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        try await fetch(try Self.httpURL(of: source), key: source.dataCacheKey, cache: cache, revalidating: stale)
+    /// revalidating `stale` when given, streaming the body into `cache` under
+    /// `key`. `headers` are merged over the configuration's; `modifier`, when
+    /// given, is called once for the download (every retry sends what it
+    /// returned); `progress` hears of the body's bytes as they arrive.
+    func download(_ source: ImageSource, key: String, headers: [String: String] = [:],
+                  modifier: RequestModification.Modifier? = nil, progress: HTTPTransfer.Progress? = nil,
+                  cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        try await fetch(try Self.httpURL(of: source), key: key, headers: headers, modifier: modifier, progress: progress,
+                        cache: cache, revalidating: stale)
     }
 
     /// Whether `stale-if-error` covers the failure: a 5xx status or a
@@ -105,11 +111,25 @@ public final class HTTPDataLoader: ImageDataLoading {
     // MARK: - Steps
 
     /// The network, with retries; failures are counted once per load.
-    private func fetch(_ url: URL, key: String, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+    private func fetch(_ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
+                       progress: HTTPTransfer.Progress? = nil, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                 timeoutInterval: configuration.requestTimeout)
+        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let modifier {
+            do throws(VipsError) {
+                request = try await RequestModification.apply(modifier, to: request, timeout: configuration.requestTimeout,
+                                                              label: URLRedaction.redacted(url))
+            } catch {
+                if error.kind != .cancelled { counters.withLock { $0.failures += 1 } }
+                throw error
+            }
+        }
         var retries = 0
         while true {
             do {
-                return try await attempt(url, key: key, cache: cache, revalidating: stale)
+                return try await attempt(request, key: key, progress: progress, cache: cache, revalidating: stale)
             } catch let failure as HTTPTransfer.Failure {
                 guard failure.isTransient,
                       let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
@@ -132,12 +152,11 @@ public final class HTTPDataLoader: ImageDataLoading {
     }
 
     /// One request: a conditional one when `stale` is given.
-    private func attempt(_ url: URL, key: String, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+    private func attempt(_ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
         try await limiter?.acquire()
         defer { limiter?.release() }
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                 timeoutInterval: configuration.requestTimeout)
-        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
+        var request = base
+        let url = base.url ?? URL(fileURLWithPath: "/")
         if let http = stale?.entry.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified { request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since") }
@@ -146,7 +165,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                                          requestTimeout: configuration.requestTimeout,
                                          resourceTimeout: configuration.resourceTimeout)
         let directory = configuration.temporaryDirectory.path
-        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits,
+        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits, progress: progress,
                                     makeSink: { response, receivedAt throws(VipsError) in
                                         try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
                                     })

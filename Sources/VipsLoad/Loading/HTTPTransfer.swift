@@ -57,6 +57,10 @@ final class HTTPTransfer: Sendable {
     }
 
     typealias SinkFactory = @Sendable (HTTPURLResponse, Date) throws(VipsError) -> Sink
+    /// Told the body bytes received so far and the body's length when the
+    /// response declares it (nil for a chunked or close-delimited body, or a
+    /// content coding); called on the delegate queue, under no lock.
+    typealias Progress = @Sendable (_ completed: Int, _ total: Int?) -> Void
 
     private struct State {
         var continuation: CheckedContinuation<Void, Never>?
@@ -76,6 +80,7 @@ final class HTTPTransfer: Sendable {
     private let conditional: Bool
     private let limits: Limits
     private let makeSink: SinkFactory
+    private let progress: Progress?
     private let state = LockedState(State())
     /// Whether the network task is being cancelled. Its lock serialises the
     /// redirect decision with cancelling (see `redirect(to:decide:)`).
@@ -88,7 +93,9 @@ final class HTTPTransfer: Sendable {
     /// The URL in messages, without its credentials.
     private let label: String
 
-    init(request: URLRequest, conditional: Bool, limits: Limits, makeSink: @escaping SinkFactory) {
+    init(request: URLRequest, conditional: Bool, limits: Limits, progress: Progress? = nil,
+         makeSink: @escaping SinkFactory) {
+        self.progress = progress
         self.request = request
         label = request.url.map(URLRedaction.redacted) ?? "request"
         self.conditional = conditional
@@ -195,10 +202,10 @@ final class HTTPTransfer: Sendable {
     }
 
     func receive(data: Data) {
-        let target = state.withLock { state -> (sink: Sink?, total: Int) in
-            guard !state.finished, let sink = state.sink else { return (nil, 0) }
+        let target = state.withLock { state -> (sink: Sink?, total: Int, response: HTTPURLResponse?) in
+            guard !state.finished, let sink = state.sink else { return (nil, 0, nil) }
             state.received += data.count
-            return (sink, state.received)
+            return (sink, state.received, state.response)
         }
         guard let sink = target.sink else { return }
         if target.total > limits.maxBodyBytes {
@@ -221,7 +228,13 @@ final class HTTPTransfer: Sendable {
                 if !current { moved.file.discard() }
             } catch {
                 finish(.failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: true)
+                return
             }
+        }
+        if let progress, let response = target.response {
+            let encoding = response.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+            let expected = response.expectedContentLength
+            progress(target.total, expected >= 0 && encoding == "identity" ? Int(expected) : nil)
         }
     }
 

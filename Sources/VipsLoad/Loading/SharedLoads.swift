@@ -25,7 +25,11 @@ final class SharedLoads: @unchecked Sendable {
             let existing = loads[key]
             let unit = existing ?? SharedWork<Outcome>(priority: .normal, retainsValue: false, finishesWithoutSubscribers: false)
             if existing == nil { loads.insert(unit, for: key) }
-            let subscription = unit.subscribe(priority: .normal, &effects) { event in waiter.wake(event) }
+            let subscription = unit.subscribe(priority: .normal, &effects) { event in
+                // Only the result wakes a caller (progress is the pipeline's business).
+                if case .progress = event { return }
+                waiter.wake(event)
+            }
             return (subscription, existing == nil ? unit : nil)
         }
         if let unit = started {
@@ -112,6 +116,8 @@ private final class Waiter: Sendable {
         // A caller that left is told as a Swift task is: `CancellationError`.
         case .failure(let error) where error.kind == .cancelled: continuation.resume(throwing: CancellationError())
         case .failure(let error): continuation.resume(throwing: error)
+        // Never delivered (filtered at the subscription); ending the wait is the safe answer.
+        case .progress: continuation.resume(throwing: CancellationError())
         }
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 extension ImagePipeline {
     /// How a pipeline loads, decodes and caches. Every property documents its default.
@@ -64,6 +67,22 @@ extension ImagePipeline {
         /// second where triggers are refused; it ends with the pipeline. No
         /// monitor runs for a pipeline without a memory cache.
         public var monitorsMemoryPressure: Bool = SystemResources.current.memoryPressureFile != nil
+        /// What the data cache keeps: originals, encoded processed images,
+        /// both, or the one each request needs. Default `.storeOriginalData`.
+        /// Without a `dataCache` nothing is stored.
+        public var dataCachePolicy: DataCachePolicy = .storeOriginalData
+        /// The format processed images are stored in (see `DataCachePolicy`).
+        /// Default lossless PNG: a rerun serves the very pixels the first run made.
+        public var processedImageFormat: OutputFormat = .png(compression: 6)
+        /// Called once for each download of the default HTTP loader (not for
+        /// each retry, and once for requests that share a download), with the
+        /// request as it would be sent (the pipeline's and the request's header
+        /// fields set): it may add fields, rewrite the URL (still http(s)) or
+        /// throw. A throw, or no answer within `http.requestTimeout`
+        /// (`.timedOut`), fails only the requests sharing that download;
+        /// a `VipsError` it throws reaches them as it is. Not called for disk
+        /// hits, nor by a custom `dataLoader`. Default nil.
+        public var requestModifier: (@Sendable (URLRequest) async throws -> URLRequest)?
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.

@@ -64,7 +64,7 @@ public final class ImagePipeline: Sendable {
     /// that has already completed.
     public func imageTask(with request: ImageRequest) -> ImageTask {
         switch start(request) {
-        case .hit(let bitmap): return ImageTask(request: request, completedWith: .success(bitmap))
+        case .hit(let bitmap): return ImageTask(request: request, completedWith: .success(bitmap), cacheHit: .memory)
         case .failed(let error): return ImageTask(request: request, completedWith: .failure(error))
         case .task(let task): return task
         }

@@ -28,6 +28,16 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public var priority: Priority
     /// Cache and decode options. Default none.
     public var options: Options
+    /// Header fields sent with this request's download, merged over the
+    /// pipeline's (`HTTPDataLoader.Configuration.headers`; a field set here
+    /// wins). Not part of the cache key: identical requests in flight share
+    /// one download, sent with the first one's fields. Default none.
+    public var httpHeaders: [String: String] = [:]
+    /// The identity of the image in every cache, in place of the source's:
+    /// requests with one `imageID` share memory and data-cache entries and
+    /// one download, whatever their URLs (for example a signed URL whose
+    /// signature changes). A file's version still applies. Default nil.
+    public var imageID: String?
 
     /// A request for `source`; every parameter but the source has its documented default.
     public init(source: ImageSource, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
@@ -92,6 +102,27 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         /// for `ImagePipeline.encodedImage(for:as:keepingMetadata:)`. Part of
         /// the cache key (a bitmap without it cannot serve such a request).
         public static let keepMetadata = Options(rawValue: 1 << 3)
+        /// Ignore cached data: skip the memory cache and the data cache when
+        /// reading (the source is loaded again, a URL downloaded again), but
+        /// still store the new results (pull-to-refresh). Never joins work in
+        /// flight for requests without it.
+        public static let reloadIgnoringCachedData = Options(rawValue: 1 << 4)
+        /// Serve from the memory cache or the data cache only: a miss fails
+        /// with `.notCached`, without a network request or a data loader call
+        /// (offline mode). A stale data-cache entry is served as it is. Local
+        /// files and in-memory data read by the pipeline itself are still read.
+        public static let returnCacheDataDontLoad = Options(rawValue: 1 << 5)
+        /// Do not look in the data cache (the source is loaded).
+        public static let disableDataCacheReads = Options(rawValue: 1 << 6)
+        /// Do not store what is loaded in the data cache.
+        public static let disableDataCacheWrites = Options(rawValue: 1 << 7)
+        /// Neither read nor write the data cache.
+        public static let disableDataCache: Options = [.disableDataCacheReads, .disableDataCacheWrites]
+
+        /// The switches that change how the data is loaded: requests that
+        /// differ in them never share a load or a decode.
+        static let loadingVariant: Options = [.reloadIgnoringCachedData, .returnCacheDataDontLoad,
+                                              .disableDataCacheReads, .disableDataCacheWrites]
     }
 
     /// The identity of the pixels this request produces: source, pixel box,
@@ -99,7 +130,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// options and the scale tag are not part of it. (Without the file's
     /// version: the pipeline adds it when it serves the request.)
     public var cacheKey: ImageCacheKey {
-        ImageCacheKey(sourceKey: source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
+        ImageCacheKey(sourceKey: imageID ?? source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
                       allowUpscale: options.contains(.allowUpscale), geometry: geometryKey, processing: processingKey)
     }
 
@@ -118,6 +149,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
         lhs.source == rhs.source && lhs.size == rhs.size && lhs.mode == rhs.mode && lhs.scale == rhs.scale
             && lhs.priority == rhs.priority && lhs.options == rhs.options && lhs.processingKey == rhs.processingKey
+            && lhs.httpHeaders == rhs.httpHeaders && lhs.imageID == rhs.imageID
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -128,6 +160,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(priority)
         hasher.combine(options)
         hasher.combine(processingKey)
+        hasher.combine(imageID)
     }
 
     /// The source, then the size and scale, and any priority but `.normal`.
@@ -140,6 +173,11 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// version) and pixel box; `.invalidArgument` for a size or scale no
     /// decode can produce.
     func validated() throws(VipsError) -> ValidatedRequest {
+        if options.contains(.returnCacheDataDontLoad),
+           !options.isDisjoint(with: [.reloadIgnoringCachedData, .disableDataCacheReads]) {
+            throw VipsError(.invalidArgument, "\(source): returnCacheDataDontLoad contradicts "
+                            + (options.contains(.reloadIgnoringCachedData) ? "reloadIgnoringCachedData" : "disableDataCacheReads"))
+        }
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
         }
@@ -150,7 +188,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
             throw VipsError(.invalidArgument, "\(source): \(error.message)")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
-        let key = ImageCacheKey(sourceKey: source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
+        let key = ImageCacheKey(sourceKey: imageID ?? source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
                                 box: box, allowUpscale: options.contains(.allowUpscale),
                                 geometry: geometryKey, processing: processingKey)
         return ValidatedRequest(request: self, key: key)

@@ -27,6 +27,11 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         var outcome: Outcome?
         var waiters: [CheckedContinuation<Outcome, Never>] = []
         var observers: [@Sendable (Outcome) -> Void] = []
+        /// The latest progress of the task's download.
+        var progress = Progress(completed: 0, total: nil)
+        var cacheHit: CacheHit?
+        var streams: [Int: AsyncStream<Event>.Continuation] = [:]
+        var nextStreamID = 0
     }
 
     private let engine: PipelineEngine?
@@ -44,9 +49,12 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
 
     /// A task that has already completed (a memory-cache hit, or a request
     /// that failed validation).
-    convenience init(request: ImageRequest, completedWith outcome: Result<Bitmap, VipsError>) {
+    convenience init(request: ImageRequest, completedWith outcome: Result<Bitmap, VipsError>, cacheHit: CacheHit? = nil) {
         self.init(request: request, engine: nil)
-        shared.withLock { $0.outcome = outcome }
+        shared.withLock {
+            $0.outcome = outcome
+            $0.cacheHit = cacheHit
+        }
     }
 
     /// The task's priority. Raising it while the task waits moves it ahead of
@@ -117,13 +125,16 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: - Pipeline side
 
-    /// Completes the task with its unit's event; no effect when it had already
-    /// completed or been cancelled.
+    /// Completes the task with its unit's event, or passes a progress event
+    /// on; no effect when it had already completed or been cancelled.
     func complete(with event: SharedWork<Bitmap>.Event) {
         let outcome: Outcome
         switch event {
         case .value(let bitmap): outcome = .success(bitmap.tagged(scale))
         case .failure(let error): outcome = .failure(error)
+        case .progress(let completed, let total):
+            reportProgress(Progress(completed: completed, total: total))
+            return
         }
         guard let taken = settle(outcome) else { return }
         engine?.detach(self)
@@ -137,6 +148,22 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         Self.deliver(outcome, to: taken)
     }
 
+    /// Records that the result came from a cache, before the task completes.
+    func noteCacheHit(_ hit: CacheHit) {
+        shared.withLock { shared in
+            if shared.outcome == nil, shared.cacheHit == nil { shared.cacheHit = hit }
+        }
+    }
+
+    private func reportProgress(_ progress: Progress) {
+        let streams = shared.withLock { shared -> [AsyncStream<Event>.Continuation] in
+            guard shared.outcome == nil else { return [] }
+            shared.progress = progress
+            return Array(shared.streams.values)
+        }
+        for stream in streams { stream.yield(.progress(completed: progress.completed, total: progress.total)) }
+    }
+
     /// Calls `body` once with the outcome: at once if the task has completed,
     /// otherwise on the thread that completes it (never under a lock).
     func onCompletion(_ body: @escaping @Sendable (Result<Bitmap, VipsError>) -> Void) {
@@ -148,15 +175,20 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         if let outcome { body(outcome) }
     }
 
-    private typealias Taken = (waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void])
+    private typealias Taken = (waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void],
+                               streams: [AsyncStream<Event>.Continuation], cacheHit: CacheHit?)
 
-    /// Records the outcome once and takes whoever waits for it.
+    /// Records the outcome once and takes whoever waits for it. A result
+    /// decoded from data-cache bytes is a disk hit.
     private func settle(_ outcome: Outcome) -> Taken? {
         shared.withLock { shared -> Taken? in
             guard shared.outcome == nil else { return nil }
             shared.outcome = outcome
-            defer { shared.waiters = []; shared.observers = [] }
-            return (shared.waiters, shared.observers)
+            if shared.cacheHit == nil, case .success(let bitmap) = outcome, bitmap.source?.fromDataCache == true {
+                shared.cacheHit = .disk
+            }
+            defer { shared.waiters = []; shared.observers = []; shared.streams = [:] }
+            return (shared.waiters, shared.observers, Array(shared.streams.values), shared.cacheHit)
         }
     }
 
@@ -164,7 +196,54 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     private static func deliver(_ outcome: Outcome, to taken: Taken) {
         for waiter in taken.waiters { waiter.resume(returning: outcome) }
         for observer in taken.observers { observer(outcome) }
+        for stream in taken.streams {
+            if let hit = taken.cacheHit { stream.yield(.cacheHit(hit)) }
+            stream.yield(.finished(outcome))
+            stream.finish()
+        }
     }
+
+    // MARK: - Events
+
+    /// The task's events: `progress` while its download's body streams (every
+    /// task sharing a download sees it), then `cacheHit` when the result came
+    /// from the memory or data cache, then `finished` with the outcome, after
+    /// which the sequence ends. Each access is a new sequence; one made while
+    /// the task runs starts with the latest progress, one made after it
+    /// completed holds only `cacheHit` and `finished`. Never ends before the
+    /// task does, and never throws.
+    public var events: AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        let state = shared.withLock { shared -> (Outcome?, CacheHit?, Progress, Int) in
+            guard shared.outcome == nil else { return (shared.outcome, shared.cacheHit, shared.progress, 0) }
+            shared.nextStreamID += 1
+            shared.streams[shared.nextStreamID] = continuation
+            return (nil, nil, shared.progress, shared.nextStreamID)
+        }
+        if state.3 > 0 {
+            // Set after the lock: it may run at once, and takes the lock.
+            let id = state.3
+            continuation.onTermination = { [weak self] _ in
+                self?.shared.withLock { _ = $0.streams.removeValue(forKey: id) }
+            }
+        }
+        switch (state.0, state.1, state.2) {
+        case (let outcome?, let hit, _):
+            if let hit { continuation.yield(.cacheHit(hit)) }
+            continuation.yield(.finished(outcome))
+            continuation.finish()
+        case (nil, _, let progress):
+            if progress.completed > 0 {
+                continuation.yield(.progress(completed: progress.completed, total: progress.total))
+            }
+        }
+        return stream
+    }
+
+    /// How far the task's download has come: bytes received and the total
+    /// when the response declared it. Zero of unknown for a task served from
+    /// a cache or not downloading.
+    public var progress: Progress { shared.withLock { $0.progress } }
 }
 
 extension Bitmap {

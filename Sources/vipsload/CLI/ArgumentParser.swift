@@ -11,12 +11,21 @@ struct ArgumentParser {
     /// The parsed arguments of one command.
     struct Parsed {
         var values: [String: String] = [:]
+        /// Every value of each option, in order (for repeatable options; `values` keeps the last).
+        var allValues: [String: [String]] = [:]
         var flags: Set<String> = []
         var positional: [String] = []
         var help = false
 
         func value(_ name: String) -> String? { values[name] }
+        /// Every value given for a repeatable option, in order.
+        func values(_ name: String) -> [String] { allValues[name] ?? [] }
         func flag(_ name: String) -> Bool { flags.contains(name) }
+
+        mutating func set(_ name: String, _ value: String) {
+            values[name] = value
+            allValues[name, default: []].append(value)
+        }
 
         /// An integer option within `range`, or `defaultValue` when absent.
         func int(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
@@ -75,10 +84,10 @@ struct ArgumentParser {
             }
             if valueOptions.contains(name) {
                 if let inlineValue {
-                    parsed.values[name] = inlineValue
+                    parsed.set(name, inlineValue)
                 } else {
                     guard index < arguments.count else { throw UsageError(description: "--\(name) needs a value") }
-                    parsed.values[name] = arguments[index]
+                    parsed.set(name, arguments[index])
                     index += 1
                 }
             } else if flagOptions.contains(name) {
@@ -101,10 +110,10 @@ struct ArgumentParser {
             guard let name = shortOptions[letter] else { throw UsageError(description: "unknown option '-\(letter)'") }
             if valueOptions.contains(name) {
                 if !letters.isEmpty {
-                    parsed.values[name] = String(letters.hasPrefix("=") ? letters.dropFirst() : letters)
+                    parsed.set(name, String(letters.hasPrefix("=") ? letters.dropFirst() : letters))
                 } else {
                     guard index < arguments.count else { throw UsageError(description: "-\(letter) (--\(name)) needs a value") }
-                    parsed.values[name] = arguments[index]
+                    parsed.set(name, arguments[index])
                     index += 1
                 }
                 return index

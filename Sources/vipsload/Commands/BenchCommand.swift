@@ -23,6 +23,8 @@ enum BenchCommand {
                        time-to-visible p50/p95
           scale        throughput at 1x, 4x and 16x the corpus under distinct keys:
                        images/s and peak RSS per step
+          rerun        a gallery indexer twice over one disk cache (automatic data
+                       cache policy): images/s and decodes of each pass (second: 0)
           soak         (only when named) --soak-requests mixed requests: hits, misses,
                        cancels, failures, ladders, batches; RSS at start, middle, end;
                        leaked tasks (0); memory cache within its limit

@@ -18,6 +18,7 @@ enum ThumbCommand {
                               [-f jpeg|png|webp|avif|gif] [-Q Q] [--keep-metadata] [--animated]
                               [-o DIR|-] [-n TEMPLATE] [-j N]
                               [-i FILE|-] [--cache-dir DIR] [--cache-size MB] [--retries N]
+                              [--header 'NAME: VALUE']...
                               [--force] [--shard K/N] [--shard-count N] [--json] [--progress]
                               [-q] [-v] [--strict] [--max-pixels N] [--allow LIST] [INPUT...|-]
 
@@ -44,6 +45,8 @@ enum ThumbCommand {
           -r, --retries N       retry a transient download failure (connection error,
                                 timeout, 429, 5xx) up to N times (default 2), with
                                 backoff, honouring Retry-After up to 30 s
+          -H, --header 'N: V'   send this header field with every URL request (repeatable;
+                                overrides a default field of the same name)
           -F, --force           make every thumbnail again, even when up to date
                                 (by default an output newer than its source and made
                                 with the same options is skipped; a URL's output is
@@ -67,7 +70,7 @@ enum ThumbCommand {
 
     static let shortOptions: [Character: String] = [
         "s": "size", "o": "out", "f": "format", "Q": "quality", "n": "name", "j": "jobs", "i": "input-list",
-        "c": "cache-dir", "r": "retries", "F": "force", "q": "quiet", "v": "verbose",
+        "c": "cache-dir", "r": "retries", "H": "header", "F": "force", "q": "quiet", "v": "verbose",
     ]
 
     /// What every job needs to make and write its thumbnail.
@@ -95,7 +98,8 @@ enum ThumbCommand {
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions)
-                .union(["out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count"]),
+                .union(["out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count",
+                        "header"]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
                 .union(["force", "json", "progress", "quiet", "verbose"]),
             shortOptions: shortOptions)
@@ -108,6 +112,7 @@ enum ThumbCommand {
         let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
         let retries = try parsed.int("retries", default: 2, in: 0...100)
         let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
+        let headers = try headerFields(parsed.values("header"))
         if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
             throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
         }
@@ -192,7 +197,7 @@ enum ThumbCommand {
         let runJobs = plan(selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
                            force: parsed.flag("force"), reporter: reporter)
 
-        let pipeline = makePipeline(settings, retries: retries,
+        let pipeline = makePipeline(settings, retries: retries, headers: headers,
                                     cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
         let engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
             ImageRequest(source: source, size: processing.size, mode: processing.mode,
@@ -288,10 +293,12 @@ enum ThumbCommand {
 
     /// The pipeline for every input: no memory cache (each image is needed
     /// once), `--retries`, the disk cache in `cache.folder` when given and usable.
-    private static func makePipeline(_ settings: Settings, retries: Int, cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
+    private static func makePipeline(_ settings: Settings, retries: Int, headers: [String: String],
+                                     cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
                                                         decodeOptions: settings.decodeOptions)
         configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
+        configuration.http.headers.merge(headers) { _, given in given }
         if let cache {
             do throws(VipsError) {
                 configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
@@ -301,5 +308,27 @@ enum ThumbCommand {
             }
         }
         return ImagePipeline(configuration: configuration)
+    }
+
+    /// `--header 'Name: value'` fields; a name must be an HTTP token and the
+    /// value one line.
+    static func headerFields(_ given: [String]) throws(ArgumentParser.UsageError) -> [String: String] {
+        var fields: [String: String] = [:]
+        let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        for field in given {
+            guard let colon = field.firstIndex(of: ":") else {
+                throw ArgumentParser.UsageError(description: "--header takes 'Name: value', not '\(field)'")
+            }
+            let name = field[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = field[field.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.allSatisfy(token.contains) else {
+                throw ArgumentParser.UsageError(description: "--header: '\(name)' is not a valid header name")
+            }
+            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw ArgumentParser.UsageError(description: "--header: the value of \(name) must be one line")
+            }
+            fields[name] = value
+        }
+        return fields
     }
 }

@@ -1,0 +1,134 @@
+import Foundation
+import TestSupport
+import XCTest
+@testable import VipsLoad
+
+/// `DataCachePolicy`: processed images kept in the data cache, for files and URLs.
+final class ProcessedDataCacheTests: NetworkTestCase {
+    private func makePipeline(policy: DataCachePolicy = .automatic) throws -> ImagePipeline {
+        var configuration = ImagePipeline.Configuration(decodeConcurrency: 2, memoryCache: nil,
+                                                        dataCache: try makeCache(),
+                                                        http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
+        configuration.dataCachePolicy = policy
+        return ImagePipeline(configuration: configuration)
+    }
+
+    private func thumbnails(_ paths: [String], _ pipeline: ImagePipeline) async throws -> [[Int]] {
+        var sizes: [[Int]] = []
+        for path in paths {
+            let bitmap = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(64)))
+            sizes.append([bitmap.width, bitmap.height])
+        }
+        return sizes
+    }
+
+    /// The bodies of the cache's entries.
+    private func bodies() throws -> [URL] {
+        let entries = cacheDirectory.appendingPathComponent("entries")
+        return try FileManager.default.contentsOfDirectory(at: entries, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "body" }
+    }
+
+    func testARerunOverTheSameFolderDecodesNothingAndAReplacedFileMisses() async throws {
+        let folder = try ImageFolder()
+        let paths = try (0..<3).map { try folder.jpeg("photo-\($0)", width: 400, height: 300 - $0 * 50, seed: $0) }
+        let first = try makePipeline()
+        let sizes = try await thumbnails(paths, first)
+        XCTAssertEqual(first.metrics.decodesStarted, 3)
+        XCTAssertEqual(try bodies().count, 3, "one processed entry each, no originals of files")
+
+        // A new pipeline on the same folder: served from the stored thumbnails.
+        let second = try makePipeline()
+        let again = try await thumbnails(paths, second)
+        XCTAssertEqual(again, sizes)
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(second.metrics.diskHits, 3)
+        // The very pixels (stored lossless).
+        let original = try await first.image(for: ImageRequest(path: paths[0], size: .maxPixelSize(64),
+                                                               options: .disableDataCacheReads))
+        let stored = try await second.image(for: ImageRequest(path: paths[0], size: .maxPixelSize(64)))
+        XCTAssertEqual(original.pixelData, stored.pixelData)
+
+        // Another size or processors: other entries.
+        _ = try await second.image(for: ImageRequest(path: paths[0], size: .maxPixelSize(32)))
+        XCTAssertEqual(second.metrics.decodesStarted, 1)
+
+        // A replaced file is a new version: it misses.
+        let replacement = try folder.jpeg("replacement", width: 200, height: 200, seed: 9)
+        XCTAssertEqual(rename(replacement, paths[1]), 0)
+        let third = try makePipeline()
+        let replaced = try await thumbnails([paths[1]], third)
+        XCTAssertEqual(replaced, [[64, 64]])
+        XCTAssertEqual(third.metrics.decodesStarted, 1)
+    }
+
+    func testACorruptedProcessedEntryIsDetectedAndRebuiltNeverServed() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 400, height: 200, seed: 4)
+        let expected = try await thumbnails([path], try makePipeline())
+        let body = try XCTUnwrap(try bodies().first)
+        var bytes = try Data(contentsOf: body)
+        // Damage a byte in the middle of the stored PNG (its length and magic unchanged).
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: body)
+
+        let second = try makePipeline()
+        let rebuilt = try await thumbnails([path], second)
+        XCTAssertEqual(rebuilt, expected)
+        XCTAssertEqual(second.metrics.decodesStarted, 1, "rebuilt from the source")
+        XCTAssertEqual(second.metrics.diskHits, 0)
+        XCTAssertEqual(second.configuration.diskCache?.metrics.corruptEntriesRemoved, 1, "caught by its checksum")
+        let third = try makePipeline()
+        let served = try await thumbnails([path], third)
+        XCTAssertEqual(served, expected)
+        XCTAssertEqual(third.metrics.decodesStarted, 0, "the rebuilt entry serves the next run")
+    }
+
+    func testOverHTTPTheRerunNeitherDownloadsNorDecodes() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 400, height: 200, seed: 5)
+        server.route("/gallery.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
+        let request = ImageRequest(url: server.url("/gallery.jpg"), size: .maxPixelSize(50),
+                                   processors: [ImageProcessors.GaussianBlur(sigma: 1)])
+        let first = try makePipeline()
+        _ = try await first.image(for: request)
+        XCTAssertEqual(first.metrics.decodesStarted, 1)
+        XCTAssertEqual(try bodies().count, 1, "automatic: the processed image, not the original")
+
+        let second = try makePipeline()
+        let bitmap = try await second.image(for: request)
+        XCTAssertEqual([bitmap.width, bitmap.height], [50, 25])
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(server.requestCount("/gallery.jpg"), 1)
+
+        // storeAll keeps the original too; the original policy keeps only it.
+        for (policy, count) in [(DataCachePolicy.storeAll, 2), (.storeOriginalData, 2)] {
+            try FileManager.default.removeItem(at: cacheDirectory)
+            let pipeline = try makePipeline(policy: policy)
+            _ = try await pipeline.image(for: request)
+            XCTAssertEqual(try bodies().count, policy == .storeAll ? count : 1, "\(policy)")
+        }
+    }
+
+    func testReloadRebuildsAProcessedEntryAndCacheOnlyIsServedFromIt() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 300, height: 100, seed: 6)
+        server.route("/offline.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
+        let request = ImageRequest(url: server.url("/offline.jpg"), size: .maxPixelSize(60))
+        _ = try await makePipeline().image(for: request)
+
+        var offline = request
+        offline.options = .returnCacheDataDontLoad
+        let second = try makePipeline()
+        let served = try await second.image(for: offline)
+        XCTAssertEqual([served.width, served.height], [60, 20])
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+
+        var reload = request
+        reload.options = .reloadIgnoringCachedData
+        _ = try await second.image(for: reload)
+        XCTAssertEqual(second.metrics.decodesStarted, 1)
+        XCTAssertEqual(server.requestCount("/offline.jpg"), 2)
+        let third = try makePipeline()
+        _ = try await third.image(for: request)
+        XCTAssertEqual(third.metrics.decodesStarted, 0, "the reload stored its result")
+    }
+}
