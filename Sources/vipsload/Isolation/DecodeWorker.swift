@@ -19,12 +19,15 @@ enum DecodeWorker {
 
     static func run(_ arguments: [String]) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(["worker-memory"]),
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(["worker-memory", "parent"]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions))
         let decoder: ImageDecoder
         let processing: ProcessingFlags.Settings
+        let parent: pid_t
         do throws(ArgumentParser.UsageError) {
             let parsed = try parser.parse(arguments)
+            // The pool's process id: a parent killed before this line ran is still noticed.
+            parent = pid_t(try parsed.int("parent", default: Int(getppid()), in: 1...Int(Int32.max)))
             let megabytes = try parsed.int("worker-memory", default: IsolationFlags.defaultWorkerMemory, in: 0...1_048_576)
             if megabytes > 0 {
                 let bytes = rlim_t(megabytes) << 20
@@ -44,7 +47,7 @@ enum DecodeWorker {
         try? VipsRuntime.setThreadsPerImage(1)
         let replies = dup(1)
         dup2(2, 1)
-        watchParent()
+        watchParent(parent)
         let faults = ProcessInfo.processInfo.environment["VIPSLOAD_WORKER_TEST_FAULTS"] == "1"
         while true {
             guard case .success(let (request, body)) = WorkerProtocol.read(WorkerProtocol.Request.self, from: 0, deadline: nil) else {
@@ -83,8 +86,7 @@ enum DecodeWorker {
 
     /// Ends the worker when its parent is gone, even in the middle of a decode
     /// that never returns (standard input's end is only seen between requests).
-    private static func watchParent() {
-        let parent = getppid()
+    private static func watchParent(_ parent: pid_t) {
         let thread = Thread {
             while getppid() == parent { sleep(1) }
             _exit(0)

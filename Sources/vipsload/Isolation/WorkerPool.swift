@@ -121,6 +121,10 @@ final class WorkerPool: Sendable {
                 return .failure(VipsError(VipsError.Kind(rawValue: kind) ?? .internal, header.errorMessage ?? kind))
             }
             return .success((header, pixels))
+        case .failure where SignalHandling.stopRequested:
+            // SIGINT/SIGTERM ended the workers (`endAll()`): the input was stopped, not crashed.
+            end(worker, kill: true)
+            return .failure(VipsError(.cancelled, "\(label): stopped by a signal"))
         case .failure(.timedOut):
             end(worker, kill: true)
             return .failure(VipsError(.timedOut, "\(label): decoding took longer than \(timeoutSeconds) s (--timeout); its worker was killed"))
@@ -205,7 +209,12 @@ final class WorkerPool: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toWorker[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromWorker[1], 1)
-        let arguments = ["vipsload", DecodeWorker.command] + workerArguments
+        // Nothing else this process holds open (a parent's pipes, sockets) goes to the worker.
+        // (Listed now, under `spawnQueue`; a descriptor opened meanwhile by another thread is
+        // close-on-exec if it is ours, and the worker's parent watch covers the rest.)
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+        for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        let arguments = ["vipsload", DecodeWorker.command, "--parent", String(getpid())] + workerArguments
         var environment = ProcessInfo.processInfo.environment
         // A crashing worker dies at once instead of writing a backtrace first.
         environment["SWIFT_BACKTRACE"] = "enable=no"
