@@ -22,6 +22,10 @@ let usage = """
 VipsRuntime.tuneAllocatorForImageWork()
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+// Hidden: a decode worker started by `WorkerPool` (not for people to run).
+if arguments.first == DecodeWorker.command {
+    exit(DecodeWorker.run(Array(arguments.dropFirst())))
+}
 guard let command = arguments.first else {
     Terminal.err(usage)
     exit(2)

@@ -7,6 +7,14 @@ public struct DecodeOptions: Sendable, Hashable {
     public var strict: Bool
     /// Formats that may be decoded, identified from magic bytes. Default
     /// `ImageFormat.defaultAllowed` (jpeg, png, webp, gif, tiff, heif, avif).
+    ///
+    /// The defaults are the hardened formats: fuzzed by this project
+    /// (`scripts/fuzz.sh`) and on by default. SVG, PDF, JPEG 2000, JPEG XL
+    /// and PPM are opt-in: their libvips loaders (librsvg, poppler,
+    /// OpenJPEG, libjxl, ppmload) are marked untrusted by libvips and not fuzzed here;
+    /// one can crash or hang the process on a hostile file. The `vipsload`
+    /// CLI decodes them in worker processes (`--isolate`); a server linking the
+    /// library should do the same before adding them here.
     public var allowedFormats: Set<ImageFormat>
     /// How far to shrink while decoding. Default `.fast`.
     public var shrinkOnLoad: ShrinkOnLoad

@@ -439,6 +439,14 @@ public struct ImageDecoder: Sendable {
     static func kind(forDecodeFailure message: String) -> VipsError.Kind {
         let lower = message.lowercased()
         if lower.contains("operation is blocked") { return .unsupportedFormat }
+        // libheif refuses images over its security limit (16384² pixels by default):
+        // too large, like any image over `DecodeLimits`.
+        if lower.contains("security limit exceeded") || lower.contains("exceeds the maximum image size") { return .tooLarge }
+        // A well-formed file using what the loader cannot read ("subsampled images not
+        // supported", "unsupported sample format"): a missing feature, not damage.
+        let unsupportedWords = ["not supported", "unsupported sample format", "unsupported bits per sample",
+                                "unsupported colour space", "unsupported color space", "unsupported compression"]
+        if unsupportedWords.contains(where: lower.contains) { return .unsupportedFeature }
         let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
         return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
     }

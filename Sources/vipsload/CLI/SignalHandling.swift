@@ -88,6 +88,8 @@ enum SignalHandling {
         Terminal.endProgress()
         Terminal.err("vipsload: \(number == SIGINT ? "interrupted" : "terminated"); stopping")
         cancel?()
+        // Decode workers hold no output; a hung one would only delay the exit.
+        WorkerPool.endAll()
         // Partial downloads and half-written outputs go now: the cancelled
         // work no longer needs them (finished outputs are kept).
         TemporaryDownloads.removeAll()
@@ -97,6 +99,7 @@ enum SignalHandling {
 
     /// Removes the temporary downloads and exits with 128 + `signal`.
     private static func finish(_ signal: Int32) -> Never {
+        WorkerPool.endAll()
         TemporaryDownloads.removeAll()
         OutputWriter.removeAllTemporaryFiles()
         exit(128 + signal)

@@ -20,7 +20,8 @@ enum ThumbCommand {
                               [-i FILE|-] [--cache-dir DIR] [--cache-size MB] [--retries N]
                               [--header 'NAME: VALUE']...
                               [--force] [--shard K/N] [--shard-count N] [--json] [--progress]
-                              [-q] [-v] [--strict] [--max-pixels N] [--allow LIST] [INPUT...|-]
+                              [-q] [-v] [--strict] [--max-pixels N] [--allow LIST]
+                              [--isolate optin|all|none] [--timeout S] [--worker-memory MB] [INPUT...|-]
 
         Writes a thumbnail of each input (by default one that fits in 256×256 pixels,
         never enlarged) to DIR, named by the --name template. An input is a file, a folder (searched
@@ -63,6 +64,9 @@ enum ThumbCommand {
           -v, --verbose         a line for every output written or skipped
         \(ProcessingFlags.help)
         \(DecoderFlags.help)
+        \(IsolationFlags.help)
+                             (isolated: local files and standard input; an isolated decode
+                             is a still image, without metadata)
 
         Exit status: 0 when every input was written or up to date, 1 when any
         failed or clashed, 2 on usage errors.
@@ -97,7 +101,7 @@ enum ThumbCommand {
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions)
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(IsolationFlags.valueOptions)
                 .union(["out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count",
                         "header"]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
@@ -121,6 +125,7 @@ enum ThumbCommand {
         }
         let format = processing.format
         let decodeOptions = try DecoderFlags.options(parsed)
+        let isolation = try IsolationFlags.settings(parsed)
         let toStandardOutput = parsed.value("out") == "-"
         if toStandardOutput, parsed.flag("json") {
             throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
@@ -199,9 +204,25 @@ enum ThumbCommand {
 
         let pipeline = makePipeline(settings, retries: retries, headers: headers,
                                     cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
-        let engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
+        var engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
             ImageRequest(source: source, size: processing.size, mode: processing.mode,
                          options: processing.keepMetadata ? [.keepMetadata] : [])
+        }
+        let workers = isolation.scope == .none ? nil : WorkerPool(
+            capacity: settings.jobs, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
+            workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
+        defer { workers?.shutdown() }
+        if let workers {
+            engine.isolatedDecode = { (source: ImageSource) async -> Result<Bitmap, VipsError>? in
+                switch source.location {
+                case .file(let path) where isolation.isolates(IsolationFlags.sniff(path: path)):
+                    return await workers.decode(path: path)
+                case .data(let data, _) where isolation.isolates(ImageFormat.sniff(data.prefix(64))):
+                    return await workers.decode(path: nil, data: data)
+                default:
+                    return nil
+                }
+            }
         }
         let jobList = runJobs
         await engine.run(jobList.map(\.source)) { index, result, started in
@@ -245,6 +266,16 @@ enum ThumbCommand {
         }
         reporter.finish(retries: pipeline.metrics.retries, shard: shard)
         return reporter.counts.failed > 0 ? 1 : 0
+    }
+
+    /// The worker's options: the decoder and geometry flags as given, and its memory cap.
+    private static func workerArguments(_ parsed: ArgumentParser.Parsed, workerMemory: Int) -> [String] {
+        var arguments = ["--worker-memory", String(workerMemory)]
+        for name in ["max-pixels", "allow", "size", "fit", "gravity", "background"] {
+            if let value = parsed.value(name) { arguments += ["--\(name)", value] }
+        }
+        if parsed.flag("strict") { arguments.append("--strict") }
+        return arguments
     }
 
     /// The jobs to run for `selected`: clashing and invalid inputs are reported

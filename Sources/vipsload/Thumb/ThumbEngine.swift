@@ -24,6 +24,9 @@ struct ThumbEngine: Sendable {
     let animated: Bool
     /// Requests in flight at once.
     let window: Int
+    /// The decode of an input that must not run in this process (`WorkerPool`),
+    /// or nil for the inputs the pipeline decodes.
+    var isolatedDecode: (@Sendable (ImageSource) async -> Result<Bitmap, VipsError>?)?
     /// Encodes and writes; concurrent, its width bounded by `window`.
     private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
 
@@ -49,14 +52,20 @@ struct ThumbEngine: Sendable {
                 var request = self.request(sources[index])
                 request.options.formUnion(.disableMemoryCache)
                 let animated = self.animated
+                let source = sources[index]
+                let isolatedDecode = self.isolatedDecode
                 group.addTask {
                     let started = DispatchTime.now().uptimeNanoseconds
                     let result: Result<Output, VipsError>
-                    do throws(VipsError) {
-                        result = animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
-                                          : .success(.still(try await pipeline.image(for: request)))
-                    } catch {
-                        result = .failure(error)
+                    if let isolated = await isolatedDecode?(source) {
+                        result = isolated.map { .still($0) }
+                    } else {
+                        do throws(VipsError) {
+                            result = animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
+                                              : .success(.still(try await pipeline.image(for: request)))
+                        } catch {
+                            result = .failure(error)
+                        }
                     }
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         encodeQueue.async {

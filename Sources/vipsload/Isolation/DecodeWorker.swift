@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import VipsCore
+
+/// `vipsload __decode-worker [decoder and processing options]`: the hidden
+/// subcommand a `WorkerPool` starts. It caps its own address space
+/// (`--worker-memory MB`, `setrlimit(RLIMIT_AS)`), then answers requests read
+/// from standard input on the standard output it had at start-up (its later
+/// standard output goes to stderr, so nothing a library prints can corrupt a
+/// reply), until standard input closes or its parent is gone.
+///
+/// Test-only: with `VIPSLOAD_WORKER_TEST_FAULTS=1` in the environment, an
+/// input whose path contains `__crash-SIGSEGV__` (or another signal name),
+/// `__hang__` or `__balloon__` makes the worker die by that signal, spin
+/// for ever, or allocate memory without end. The tests of the isolation use
+/// it; nothing else sets it.
+enum DecodeWorker {
+    static let command = "__decode-worker"
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let parser = ArgumentParser(
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(["worker-memory", "parent"]),
+            flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions))
+        let decoder: ImageDecoder
+        let processing: ProcessingFlags.Settings
+        let parent: pid_t
+        do throws(ArgumentParser.UsageError) {
+            let parsed = try parser.parse(arguments)
+            // The pool's process id: a parent killed before this line ran is still noticed.
+            parent = pid_t(try parsed.int("parent", default: Int(getppid()), in: 1...Int(Int32.max)))
+            let megabytes = try parsed.int("worker-memory", default: IsolationFlags.defaultWorkerMemory, in: 0...1_048_576)
+            if megabytes > 0 {
+                let bytes = rlim_t(megabytes) << 20
+                var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
+                guard setrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0 else {
+                    Terminal.err("vipsload \(command): cannot cap memory at \(megabytes) MB: \(String(cString: strerror(errno)))")
+                    return 2
+                }
+            }
+            decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
+            processing = try ProcessingFlags.settings(parsed)
+        } catch {
+            Terminal.err("vipsload \(command): \(error.description)")
+            return 2
+        }
+        // One thread per decode: the parent runs several workers at once.
+        try? VipsRuntime.setThreadsPerImage(1)
+        let replies = dup(1)
+        dup2(2, 1)
+        watchParent(parent)
+        let faults = ProcessInfo.processInfo.environment["VIPSLOAD_WORKER_TEST_FAULTS"] == "1"
+        while true {
+            guard case .success(let (request, body)) = WorkerProtocol.read(WorkerProtocol.Request.self, from: 0, deadline: nil) else {
+                return 0
+            }
+            if faults, let path = request.path { injectFault(path) }
+            let input: ImageInput = request.path.map { .file($0) } ?? .data(body)
+            var reply = WorkerProtocol.Reply()
+            var pixels = Data()
+            do throws(VipsError) {
+                if request.operation == "info" {
+                    let info = try decoder.info(input)
+                    reply.width = info.width
+                    reply.height = info.height
+                    reply.format = info.format.rawValue
+                    reply.bands = info.bands
+                    reply.hasAlpha = info.hasAlpha
+                    reply.orientation = info.orientation
+                    reply.pages = info.pages
+                } else {
+                    let bitmap = try decoder.decode(input, size: processing.size, mode: processing.mode)
+                    reply.width = bitmap.width
+                    reply.height = bitmap.height
+                    reply.channels = bitmap.channels
+                    reply.scale = bitmap.scale
+                    pixels = bitmap.pixelData
+                }
+            } catch {
+                reply.errorKind = error.kind.rawValue
+                reply.errorMessage = error.message
+            }
+            guard WorkerProtocol.write(reply, body: pixels, to: replies) else { return 0 }
+            VipsRuntime.releaseFreedMemory()
+        }
+    }
+
+    /// Ends the worker when its parent is gone, even in the middle of a decode
+    /// that never returns (standard input's end is only seen between requests).
+    private static func watchParent(_ parent: pid_t) {
+        let thread = Thread {
+            while getppid() == parent { sleep(1) }
+            _exit(0)
+        }
+        thread.start()
+    }
+
+    /// The test-only faults described above.
+    private static func injectFault(_ path: String) {
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let signals: [String: Int32] = ["SIGSEGV": SIGSEGV, "SIGABRT": SIGABRT, "SIGKILL": SIGKILL, "SIGBUS": SIGBUS]
+        for (signalName, number) in signals where name.contains("__crash-\(signalName)__") {
+            signal(number, SIG_DFL)
+            raise(number)
+        }
+        if name.contains("__hang__") {
+            while true { sleep(1) }
+        }
+        if name.contains("__balloon__") {
+            var kept: [UnsafeMutableRawPointer] = []
+            while let block = malloc(16 << 20) {
+                memset(block, 1, 16 << 20)
+                kept.append(block)
+            }
+            // The cap stopped it: fail as libvips' allocator does when memory runs out.
+            Terminal.err("vipsload \(command): out of memory after \(kept.count * 16) MB")
+            signal(SIGABRT, SIG_DFL)
+            abort()
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// The pipe protocol between `vipsload` and its decode workers
+/// (`vipsload __decode-worker`): every message, either way, is a frame of a
+/// little-endian UInt32 header length, a JSON header, a little-endian UInt64
+/// body length and the body's bytes (an input's bytes in a request, a
+/// bitmap's pixels in a reply).
+enum WorkerProtocol {
+    /// What the parent asks for.
+    struct Request: Codable {
+        /// "thumb" (decode to the worker's size and mode) or "info" (header probe).
+        var operation: String
+        /// The input file, or nil when the body holds the input's bytes.
+        var path: String?
+    }
+
+    /// What the worker answers: a bitmap (pixels in the body), an image's
+    /// header, or a typed error.
+    struct Reply: Codable {
+        var errorKind: String?
+        var errorMessage: String?
+        var width = 0
+        var height = 0
+        var channels = 0
+        var scale = 1.0
+        var format: String?
+        var bands = 0
+        var hasAlpha = false
+        var orientation = 1
+        var pages = 1
+    }
+
+    /// Frames larger than this are refused (a worker's reply is a bitmap at most).
+    static let maxBodyBytes = 1 << 34
+    private static let maxHeaderBytes = 1 << 20
+
+    /// Writes one frame to `fd`; false when the other end is gone.
+    static func write(_ header: some Encodable, body: Data, to fd: Int32) -> Bool {
+        guard let json = try? JSONEncoder().encode(header) else { return false }
+        var frame = Data()
+        withUnsafeBytes(of: UInt32(json.count).littleEndian) { frame.append(contentsOf: $0) }
+        frame.append(json)
+        withUnsafeBytes(of: UInt64(body.count).littleEndian) { frame.append(contentsOf: $0) }
+        return writeAll(frame, to: fd) && writeAll(body, to: fd)
+    }
+
+    private static func writeAll(_ data: Data, to fd: Int32) -> Bool {
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    /// Why a frame could not be read.
+    enum ReadFailure: Error {
+        /// The other end closed the pipe (or it broke).
+        case closed
+        /// The deadline passed first.
+        case timedOut
+        /// The frame is not a well-formed message.
+        case malformed
+    }
+
+    /// Reads one frame from `fd`, waiting no later than `deadline` (uptime
+    /// nanoseconds; nil waits for ever).
+    static func read<Header: Decodable>(_ type: Header.Type, from fd: Int32,
+                                        deadline: UInt64?) -> Result<(Header, Data), ReadFailure> {
+        do throws(ReadFailure) {
+            let headerLength = try Int(readInteger(UInt32.self, fd, deadline))
+            guard headerLength <= maxHeaderBytes else { throw .malformed }
+            let json = try readExactly(headerLength, fd, deadline)
+            let bodyLength = try readInteger(UInt64.self, fd, deadline)
+            guard bodyLength <= UInt64(maxBodyBytes) else { throw .malformed }
+            let body = try readExactly(Int(bodyLength), fd, deadline)
+            guard let header = try? JSONDecoder().decode(Header.self, from: json) else { throw .malformed }
+            return .success((header, body))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func readInteger<Integer: FixedWidthInteger>(_ type: Integer.Type, _ fd: Int32,
+                                                                 _ deadline: UInt64?) throws(ReadFailure) -> Integer {
+        let bytes = try readExactly(MemoryLayout<Integer>.size, fd, deadline)
+        var value = Integer.zero
+        for (index, byte) in bytes.enumerated() { value |= Integer(byte) << (8 * index) }
+        return value
+    }
+
+    private static func readExactly(_ count: Int, _ fd: Int32, _ deadline: UInt64?) throws(ReadFailure) -> Data {
+        var data = Data(count: count)
+        var offset = 0
+        while offset < count {
+            if let deadline {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { throw .timedOut }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let milliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 60_000))
+                let ready = poll(&poller, 1, milliseconds)
+                if ready < 0, errno == EINTR { continue }
+                if ready == 0 { continue }
+                guard ready > 0 else { throw .closed }
+            }
+            let got = data.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress! + offset, count - offset)
+            }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw .closed }
+            offset += got
+        }
+        return data
+    }
+}

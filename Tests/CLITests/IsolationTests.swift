@@ -1,0 +1,256 @@
+import Foundation
+import XCTest
+@_spi(Testing) import VipsCore
+
+/// Isolated decodes (issue 16): `thumb` and `info` decode in worker processes,
+/// so a worker that crashes, hangs or balloons fails only its input and the
+/// batch goes on. The faults are real: with the test-only
+/// `VIPSLOAD_WORKER_TEST_FAULTS=1`, a worker given an input named
+/// `…__crash-SIGSEGV__…` raises that signal, `…__hang__…` spins, and
+/// `…__balloon__…` allocates until its memory cap stops it.
+final class IsolationTests: XCTestCase {
+    private let faults = ["VIPSLOAD_WORKER_TEST_FAULTS": "1"]
+
+    private func writePNG(_ name: String, in folder: URL, seed: Int = 1) throws -> String {
+        let url = folder.appendingPathComponent(name)
+        try ImageSynthesizer.data(width: 200, height: 100, seed: seed, format: .png()).write(to: url)
+        return url.path
+    }
+
+    /// The JSON object of each input, by input path, and the summary.
+    private func report(_ result: CLIHarness.Result) throws -> (inputs: [String: [String: Any]], summary: [String: Any]) {
+        var inputs: [String: [String: Any]] = [:]
+        var summary: [String: Any] = [:]
+        for line in result.stdoutLines {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+            if let input = object["input"] as? String {
+                XCTAssertNil(inputs[input], "\(input) reported once")
+                inputs[input] = object
+            } else {
+                summary = try XCTUnwrap(object["summary"] as? [String: Any], line)
+            }
+        }
+        return (inputs, summary)
+    }
+
+    private func error(_ object: [String: Any]?) -> (kind: String, message: String)? {
+        guard let error = object?["error"] as? [String: Any] else { return nil }
+        return (error["kind"] as? String ?? "", error["message"] as? String ?? "")
+    }
+
+    func testWorkersKilledBySIGSEGVSIGABRTAndSIGKILLFailOnlyTheirInputsAndTheRestAreWritten() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let names = ["a.png", "b__crash-SIGSEGV__.png", "c.png", "d__crash-SIGABRT__.png", "e__crash-SIGKILL__.png", "f.png"]
+        let paths = try names.enumerated().map { try writePNG($0.element, in: folder, seed: $0.offset + 1) }
+        let out = folder.appendingPathComponent("out")
+        // One worker: every crash must be followed by a fresh worker for the next input.
+        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "-s", "50", "--json", "-o", out.path] + paths,
+                                        environment: faults)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let (inputs, summary) = try report(result)
+        for (path, signal) in [(paths[1], "SIGSEGV"), (paths[3], "SIGABRT"), (paths[4], "SIGKILL")] {
+            let failure = error(inputs[path])
+            XCTAssertEqual(failure?.kind, "crashed", "\(path): \(result.stdout)")
+            XCTAssertTrue(failure?.message.contains("killed by \(signal)") ?? false, "\(path): \(failure?.message ?? "")")
+        }
+        for index in [0, 2, 5] {
+            XCTAssertEqual(inputs[paths[index]]?["status"] as? String, "written", result.stdout)
+        }
+        XCTAssertEqual(summary["written"] as? Int, 3)
+        XCTAssertEqual(summary["failed"] as? Int, 3)
+
+        // The isolated thumbnail is the one the pipeline makes in-process.
+        let inProcess = folder.appendingPathComponent("in-process")
+        let plain = try CLIHarness.run(["thumb", "--isolate", "none", "-s", "50", "-o", inProcess.path, paths[0], paths[2]],
+                                       environment: faults)
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        for name in ["a.jpg", "c.jpg"] {
+            let isolated = try ImageDecoder().decode(.file(out.appendingPathComponent(name).path))
+            let direct = try ImageDecoder().decode(.file(inProcess.appendingPathComponent(name).path))
+            XCTAssertEqual([isolated.width, isolated.height], [50, 25])
+            XCTAssertEqual(isolated.pixelData, direct.pixelData, name)
+        }
+    }
+
+    func testAHangingWorkerHitsTheTimeLimitAndIsReplaced() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let hang = try writePNG("a__hang__.png", in: folder)
+        let next = try writePNG("b.png", in: folder, seed: 2)
+        let out = folder.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "--json", "-o", out.path, hang, next],
+                                        environment: faults)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let (inputs, _) = try report(result)
+        XCTAssertEqual(error(inputs[hang])?.kind, "timedOut", result.stdout)
+        XCTAssertTrue(error(inputs[hang])?.message.contains("longer than 2 s") ?? false, result.stdout)
+        XCTAssertEqual(inputs[next]?["status"] as? String, "written", "the replacement worker decoded the next input: \(result.stdout)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out.appendingPathComponent("b.jpg").path))
+    }
+
+    func testTheMemoryCapStopsAWorkerThatAllocatesWithoutEnd() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let balloon = try writePNG("a__balloon__.png", in: folder)
+        let next = try writePNG("b.png", in: folder, seed: 2)
+        let out = folder.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "--worker-memory", "512", "--timeout", "600",
+                                         "--json", "-o", out.path, balloon, next], environment: faults)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let (inputs, _) = try report(result)
+        let failure = error(inputs[balloon])
+        XCTAssertEqual(failure?.kind, "crashed", result.stdout)
+        XCTAssertTrue(failure?.message.contains("capped at 512 MB") ?? false, failure?.message ?? "")
+        // The worker's own word that allocation failed below the cap (not a timeout, not the machine's memory).
+        let reached = try XCTUnwrap(result.stderr.range(of: #"out of memory after (\d+) MB"#, options: .regularExpression),
+                                    result.stderr)
+        let megabytes = try XCTUnwrap(Int(result.stderr[reached].split(separator: " ")[4]))
+        XCTAssertLessThan(megabytes, 512)
+        XCTAssertEqual(inputs[next]?["status"] as? String, "written", result.stdout)
+    }
+
+    func testOptInFormatsAreIsolatedByDefaultAndHardenedOnesAreNot() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let svg = folder.appendingPathComponent("a__crash-SIGSEGV__.svg")
+        try Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#.utf8)
+            .write(to: svg)
+        let png = try writePNG("b__crash-SIGSEGV__.png", in: folder)
+        let out = folder.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--allow", "svg", "--json", "-o", out.path, svg.path, png], environment: faults)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let (inputs, _) = try report(result)
+        XCTAssertEqual(error(inputs[svg.path])?.kind, "crashed", "SVG goes to a worker: \(result.stdout)")
+        XCTAssertEqual(inputs[png]?["status"] as? String, "written", "PNG decodes in-process: \(result.stdout)")
+
+        // Off: the SVG decodes in-process too.
+        let off = try CLIHarness.run(["thumb", "--allow", "svg", "--isolate", "none", "-o", out.path, svg.path], environment: faults)
+        XCTAssertEqual(off.status, 0, off.stderr)
+
+        // `info` isolates the same way.
+        let info = try CLIHarness.run(["info", "--allow", "svg", svg.path, png], environment: faults)
+        XCTAssertEqual(info.status, 1, info.stderr)
+        XCTAssertTrue(info.stderr.contains("\(svg.path): crashed:"), info.stderr)
+        XCTAssertTrue(info.stdout.contains("\(png): 200x100 png"), info.stdout)
+        // A worker's typed error is the one the in-process decoder gives.
+        let missing = folder.appendingPathComponent("missing.svg").path
+        let isolatedInfo = try CLIHarness.run(["info", "--isolate", "all", "--allow", "svg", missing])
+        let inProcessInfo = try CLIHarness.run(["info", "--isolate", "none", "--allow", "svg", missing])
+        XCTAssertEqual(isolatedInfo.status, 1, isolatedInfo.stderr)
+        XCTAssertFalse(isolatedInfo.stderr.isEmpty)
+        XCTAssertEqual(isolatedInfo.stderr, inProcessInfo.stderr)
+
+        let bad = try CLIHarness.run(["thumb", "--isolate", "some", svg.path])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("--isolate takes one of optin, all, none"), bad.stderr)
+    }
+
+    /// The children of process `parent` that are still running (not zombies).
+    private func runningChildren(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.range(of: ")", options: .backwards) else { return nil }
+            let fields = stat[close.upperBound...].split(separator: " ")
+            guard fields.count > 1, fields[0] != "Z", pid_t(fields[1]) == parent else { return nil }
+            return pid
+        }
+    }
+
+    /// Waits (at most `seconds`) until `condition` holds.
+    private func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            usleep(50_000)
+        }
+        return condition()
+    }
+
+    func testWorkersEndWithTheirParentOnSIGTERMAndOnSIGKILL() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let hang = try writePNG("a__hang__.png", in: folder)
+        for (number, status) in [(SIGTERM, Int32(143)), (SIGKILL, Int32(-1))] {
+            let parent = try CLIHarness.start(["thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path, hang],
+                                              environment: faults)
+            var workers: [pid_t] = []
+            XCTAssertTrue(eventually(60) { workers = runningChildren(of: parent.processIdentifier); return !workers.isEmpty },
+                          "a worker started")
+            kill(parent.processIdentifier, number)
+            parent.waitUntilExit()
+            if status >= 0 {
+                XCTAssertEqual(parent.terminationStatus, status)
+            } else {
+                XCTAssertEqual(parent.terminationReason, .uncaughtSignal)
+            }
+            // Killed by its parent (SIGTERM), or ending itself once the parent is gone (SIGKILL).
+            XCTAssertTrue(eventually(60) {
+                workers.allSatisfy { pid in
+                    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                          let close = stat.range(of: ")", options: .backwards) else { return true }
+                    return stat[close.upperBound...].split(separator: " ").first == "Z"
+                }
+            }, "workers \(workers) ended after signal \(number)")
+        }
+    }
+
+    /// Random and mutated bytes under `--allow svg,pdf,jp2k --isolate all`:
+    /// whatever the decoders do with them, the parent reports every input and exits normally.
+    func testRandomBytesThroughTheIsolatedPathNeverKillTheParent() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        var generator = SplitMix(seed: 16)
+        let png = try ImageSynthesizer.data(width: 64, height: 48, seed: 3, format: .png())
+        let jpeg = try ImageSynthesizer.data(width: 64, height: 48, seed: 4, format: .jpeg())
+        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><circle cx="32" cy="24" r="20" fill="blue"/></svg>"#.utf8)
+        let prefixes: [Data] = [Data("%PDF-1.4\n".utf8), Data([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]),
+                                Data([0xFF, 0x4F, 0xFF, 0x51]), Data("<svg ".utf8), Data()]
+        var paths: [String] = []
+        for index in 0..<60 {
+            var bytes: Data
+            switch index % 4 {
+            case 0: bytes = prefixes[index / 4 % prefixes.count] + generator.bytes(Int(generator.next() % 4096))
+            case 1: bytes = generator.mutate(svg)
+            case 2: bytes = generator.mutate(png)
+            default: bytes = generator.mutate(jpeg)
+            }
+            if index % 4 != 0, generator.next() % 3 == 0 { bytes = bytes.prefix(Int(generator.next() % UInt64(bytes.count + 1))) }
+            let url = folder.appendingPathComponent(String(format: "input-%02d", index))
+            try bytes.write(to: url)
+            paths.append(url.path)
+        }
+        let out = folder.appendingPathComponent("out")
+        let result = try CLIHarness.run(["thumb", "--allow", "svg,pdf,jp2k", "--isolate", "all", "--timeout", "60", "-s", "32",
+                                         "--json", "-o", out.path] + paths)
+        XCTAssertTrue(result.status == 0 || result.status == 1, "the parent exited normally, not \(result.status): \(result.stderr)")
+        let (inputs, summary) = try report(result)
+        XCTAssertEqual(Set(inputs.keys), Set(paths), "every input reported")
+        XCTAssertEqual((summary["written"] as? Int ?? -1) + (summary["failed"] as? Int ?? -1), paths.count, result.stdout)
+        XCTAssertGreaterThan(summary["failed"] as? Int ?? 0, 0, "random bytes fail")
+    }
+}
+
+/// A small deterministic generator for the stress test's bytes.
+private struct SplitMix {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func bytes(_ count: Int) -> Data {
+        Data((0..<count).map { _ in UInt8(truncatingIfNeeded: next()) })
+    }
+
+    /// `data` with a few bytes overwritten at random.
+    mutating func mutate(_ data: Data) -> Data {
+        var copy = data
+        guard !copy.isEmpty else { return copy }
+        for _ in 0..<(1 + Int(next() % 8)) {
+            copy[copy.startIndex + Int(next() % UInt64(copy.count))] = UInt8(truncatingIfNeeded: next())
+        }
+        return copy
+    }
+}
