@@ -195,7 +195,7 @@ final class IsolationTests: XCTestCase {
     /// whatever the decoders do with them, the parent reports every input and exits normally.
     func testRandomBytesThroughTheIsolatedPathNeverKillTheParent() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
-        var generator = SplitMix(seed: 16)
+        var generator = SplitMix64(seed: 16)
         let png = try ImageSynthesizer.data(width: 64, height: 48, seed: 3, format: .png())
         let jpeg = try ImageSynthesizer.data(width: 64, height: 48, seed: 4, format: .jpeg())
         let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><circle cx="32" cy="24" r="20" fill="blue"/></svg>"#.utf8)
@@ -226,20 +226,8 @@ final class IsolationTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator for the stress test's bytes.
-private struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The stress test's bytes, from a deterministic generator.
+private extension SplitMix64 {
     mutating func bytes(_ count: Int) -> Data {
         Data((0..<count).map { _ in UInt8(truncatingIfNeeded: next()) })
     }

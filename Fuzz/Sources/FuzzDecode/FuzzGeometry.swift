@@ -1,5 +1,5 @@
 import Foundation
-import VipsCore
+@_spi(Testing) import VipsCore
 
 // Resize modes and processors with random parameters on every input the
 // probe accepted. The parameters come from the input's own bytes (a hash
@@ -11,17 +11,6 @@ import VipsCore
 // - fill and stretch give exactly the box (each side clamped to the image), contain exactly the box;
 // - processed bitmaps are 8-bit RGB/RGBA with the byte count of their size.
 
-/// SplitMix64: small, deterministic, good enough to spread parameters.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 private func broken(_ message: String) -> Never {
     fatalError("invariant broken: \(message)")
@@ -38,7 +27,7 @@ private func checkShape(_ bitmap: Bitmap, _ what: String) {
 func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in data.prefix(4096) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    var random = SplitMix(state: hash ^ UInt64(data.count))
+    var random = SplitMix64(seed: hash ^ UInt64(data.count))
     let input = ImageInput.data(data)
 
     // Mostly small valid sides, sometimes zero or negative.

@@ -46,7 +46,7 @@ final class BadInputTests: XCTestCase {
         // still corrupt data, not an unsupported format.)
         // Seeded, so every run sees the same junk (random junk made the GIF case
         // come out as truncated rather than corrupt now and then).
-        var generator = HostileFiles.SplitMix64(seed: 0x0BAD_DA7A)
+        var generator = SplitMix64(seed: 0x0BAD_DA7A)
         let junk = (0..<2_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         let signatures: [[UInt8]] = [
             [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], Array("GIF89a".utf8), [0x49, 0x49, 0x2A, 0x00],
