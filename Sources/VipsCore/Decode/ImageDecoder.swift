@@ -402,11 +402,15 @@ public struct ImageDecoder: Sendable {
         }
         defer { g_object_unref(region) }
         let strip = 64
+        let cancellation = DecodeCancellation.active
         var top = 0
         while top < height {
+            try cancellation?.check(progress: "stopped after \(top) of \(height) rows")
             let rows = min(strip, height - top)
             var rect = VipsRect(left: 0, top: Int32(top), width: Int32(width), height: Int32(rows))
             guard vips_region_prepare(region, &rect) == 0 else {
+                // A cancelled decode's images are killed: the failure is the stop.
+                try cancellation?.check(progress: "stopped after \(top) of \(height) rows")
                 let message = VipsRuntime.takeErrorMessage(default: "decode failed")
                 throw VipsError(kind(forDecodeFailure: message), "\(label): \(message)")
             }

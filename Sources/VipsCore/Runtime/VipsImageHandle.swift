@@ -10,6 +10,8 @@ final class VipsImageHandle {
 
     init(_ pointer: UnsafeMutablePointer<VipsImage>) {
         self.pointer = pointer
+        // Inside `DecodeCancellation.run`, every image can be killed from another thread.
+        DecodeCancellation.active?.watch(self)
     }
 
     deinit {

@@ -45,6 +45,16 @@ extension PipelineEngine {
     /// delivers it; a unit disposed of while queued never decodes.
     private func runDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput) {
         guard perform({ _ in unit.begin() }) else { return }
+        if let limit = decodeTimeLimit, limit <= .zero {
+            let error = VipsError(.invalidArgument, "decodeTimeLimit must be positive (or nil for none), not \(limit)")
+            perform { effects in unit.complete(with: .failure(error), &effects) }
+            return
+        }
+        let cancellation = DecodeCancellation()
+        let watchdog = startWatchdog(cancellation, label: request.request.source.description) { [weak self] error in
+            self?.perform { effects in unit.complete(with: .failure(error), &effects) }
+        }
+        defer { watchdog?.cancel() }
         decodeObserver.withLock { $0 }?(request.key)
 
         var result: Result<Bitmap, VipsError>
@@ -52,9 +62,11 @@ extension PipelineEngine {
         case .data(let data):
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
-                try decoder(for: data).decode(data.input, size: request.request.size, mode: request.request.mode,
-                                   scale: request.request.scale, allowUpscale: request.key.allowUpscale,
-                                   keepingMetadata: request.request.options.contains(.keepMetadata))
+                try cancellation.run { () throws(VipsError) -> Bitmap in
+                    try decoder(for: data).decode(data.input, size: request.request.size, mode: request.request.mode,
+                                                  scale: request.request.scale, allowUpscale: request.key.allowUpscale,
+                                                  keepingMetadata: request.request.options.contains(.keepMetadata))
+                }
             }
             result = result.map { $0.fromDataCache(data.isFromDataCache) }
             metrics.decodesFinished.add(1, ordering: .relaxed)
@@ -65,7 +77,9 @@ extension PipelineEngine {
         case .bitmap(let larger):
             metrics.memoryResizes.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
-                try decoder.resize(larger, to: request.request.size, scale: request.request.scale)
+                try cancellation.run { () throws(VipsError) -> Bitmap in
+                    try decoder.resize(larger, to: request.request.size, scale: request.request.scale)
+                }
             }
             result = result.map { $0.withSource(larger.source) }
         }
@@ -74,7 +88,8 @@ extension PipelineEngine {
             // an identical request arriving now finds one or the other. A unit
             // whose tasks all left still stores: the work is done, and the row
             // a user scrolled past may well come back.
-            if case .success(let bitmap) = result, unit.storesResult, let memoryCache {
+            // A unit that timed out has ended: its late result is dropped.
+            if case .success(let bitmap) = result, unit.isLive, unit.storesResult, let memoryCache {
                 memoryCache.store(bitmap, for: request.key)
             }
             unit.complete(with: result, &effects)
@@ -83,6 +98,22 @@ extension PipelineEngine {
 }
 
 extension PipelineEngine {
+    /// At `decodeTimeLimit` from now: stops `cancellation`'s decode and calls
+    /// `expire` with the `.timedOut` error for its waiting requests (they are
+    /// told then, even when the decode is inside a call that cannot be
+    /// interrupted). Nil when there is no limit; cancel the item once the decode returns.
+    func startWatchdog(_ cancellation: DecodeCancellation, label: String,
+                       expire: @escaping @Sendable (VipsError) -> Void) -> DispatchWorkItem? {
+        guard let limit = decodeTimeLimit, limit > .zero else { return nil }
+        let error = VipsError(.timedOut, "\(label): decoding took longer than the pipeline's decodeTimeLimit of \(limit)")
+        let item = DispatchWorkItem {
+            cancellation.cancel()
+            expire(error)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit.dispatchInterval, execute: item)
+        return item
+    }
+
     /// The decoder for `data`: told the file's size and first bytes when the
     /// loader or cache read them, so it does not open the file to sniff it.
     func decoder(for data: ImageData) -> ImageDecoder {
@@ -100,5 +131,16 @@ extension VipsError {
         guard case .file(let path) = input, case let name = source.description, path != name,
               message.contains(path) else { return self }
         return VipsError(kind, message.replacingOccurrences(of: path, with: name), httpStatus: httpStatus)
+    }
+}
+
+extension Duration {
+    /// The duration as a dispatch interval (saturating: a limit of centuries waits for ever).
+    var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .never }
+        let (total, overflowed) = nanoseconds.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? .never : .nanoseconds(Int(clamping: total))
     }
 }

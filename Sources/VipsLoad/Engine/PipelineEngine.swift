@@ -40,6 +40,8 @@ final class PipelineEngine: @unchecked Sendable {
     let dataCacheHits = Atomic<Int>(0)
     let decoder: ImageDecoder
     let resizesFromLargerCachedImages: Bool
+    /// `Configuration.decodeTimeLimit`.
+    let decodeTimeLimit: Duration?
     /// Whether `loader` is the default `DataLoader`, whose local sources the
     /// engine reads on the I/O lane instead of the network lane.
     let usesDefaultLoader: Bool
@@ -78,6 +80,7 @@ final class PipelineEngine: @unchecked Sendable {
         dataCachePolicy = configuration.dataCachePolicy
         processedImageFormat = configuration.processedImageFormat
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
+        decodeTimeLimit = configuration.decodeTimeLimit
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)
         loadLane = WorkQueue(maxConcurrent: configuration.loadLimit)

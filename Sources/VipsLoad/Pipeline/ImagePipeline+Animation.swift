@@ -25,10 +25,14 @@ extension ImagePipeline {
             throw VipsError.from(error, source: request.source)
         }
         let decoder = engine.decoder
+        let limit = engine.decodeTimeLimit
         let result = await engine.decodePool.run(priority: request.priority) { () -> Result<AnimatedBitmap, VipsError> in
             Result { () throws(VipsError) -> AnimatedBitmap in
                 try withExtendedLifetime(data) { () throws(VipsError) -> AnimatedBitmap in
-                    try decoder.decodeAnimation(data.input, size: request.size, scale: request.scale)
+                    // Stopped cooperatively at the limit (the caller waits for the thread here).
+                    try DecodeCancellation().run(timeLimit: limit) { () throws(VipsError) -> AnimatedBitmap in
+                        try decoder.decodeAnimation(data.input, size: request.size, scale: request.scale)
+                    }
                 }
             }
         }

@@ -83,6 +83,19 @@ extension ImagePipeline {
         /// a `VipsError` it throws reaches them as it is. Not called for disk
         /// hits, nor by a custom `dataLoader`. Default nil.
         public var requestModifier: (@Sendable (URLRequest) async throws -> URLRequest)?
+        /// The longest one decode may take; nil for no limit. Default 30 s
+        /// (a decode within the default `DecodeLimits` takes well under 2 s).
+        ///
+        /// At the limit the requests waiting for the decode fail with
+        /// `.timedOut`, and the decode is stopped cooperatively
+        /// (`DecodeCancellation`): its thread goes back to the pool at the next
+        /// strip libvips computes. A codec call that cannot be interrupted
+        /// keeps its thread until it returns, and its result is dropped; a
+        /// decode that never returns keeps it for good, so formats that can hang
+        /// (the opt-in ones) belong in another process. An animation's decode
+        /// is stopped the same way, but its caller waits for the thread. A
+        /// limit of zero or less fails every decode with `.invalidArgument`.
+        public var decodeTimeLimit: Duration? = .seconds(30)
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.

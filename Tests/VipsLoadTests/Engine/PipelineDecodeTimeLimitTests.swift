@@ -1,0 +1,67 @@
+import Dispatch
+import Foundation
+import XCTest
+@testable import VipsLoad
+@_spi(Testing) import VipsCore
+
+/// `Configuration.decodeTimeLimit`: a decode past the limit fails its
+/// requests with `.timedOut`, is stopped, and gives its thread back.
+final class PipelineDecodeTimeLimitTests: XCTestCase {
+    private func pipeline(limit: Duration?) -> ImagePipeline {
+        var configuration = ImagePipeline.Configuration(decodeConcurrency: 1, dataLoader: DataLoader(),
+                                                        memoryCache: MemoryCache(costLimit: 64 << 20))
+        configuration.decodeTimeLimit = limit
+        return ImagePipeline(configuration: configuration)
+    }
+
+    func testALongDecodeIsStoppedAtTheLimitAndTheNextOneRuns() async throws {
+        let folder = try ImageFolder()
+        let large = try folder.write("large.tif", ImageSynthesizer.data(width: 4000, height: 3000, format: .tiff))
+        let small = try folder.jpeg("small", width: 160, height: 120)
+        let pipeline = pipeline(limit: .milliseconds(1))
+        await assertThrows(kind: [.timedOut], "a 12 MP TIFF in 1 ms") {
+            _ = try await pipeline.image(for: ImageRequest(path: large, size: .maxPixelSize(256)))
+        }
+        // The one decode thread came back: with no limit the next decode runs.
+        let unlimited = self.pipeline(limit: nil)
+        let bitmap = try await unlimited.image(for: ImageRequest(path: small, size: .maxPixelSize(80)))
+        XCTAssertEqual(bitmap.width, 80)
+        await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.isIdle }
+        XCTAssertNil(pipeline.cachedImage(for: ImageRequest(path: large, size: .maxPixelSize(256))), "nothing is cached")
+    }
+
+    func testRequestsAreToldAtTheLimitEvenWhileTheDecodeCannotBeInterrupted() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 160, height: 120)
+        let pipeline = pipeline(limit: .milliseconds(300))
+        // A decode stuck where it cannot be interrupted (as a codec call that never returns would be).
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        pipeline.engine.decodeObserver.withLock { $0 = { _ in started.signal(); release.wait() } }
+        let request = ImageRequest(path: path, size: .maxPixelSize(80))
+        let first = pipeline.imageTask(with: request)
+        let second = pipeline.imageTask(with: request)
+        for task in [first, second] {
+            await assertThrows(kind: [.timedOut], "a stuck decode") { _ = try await task.image }
+        }
+        XCTAssertEqual(started.wait(timeout: .now()), .success, "the decode had started")
+        XCTAssertEqual(pipeline.inFlight.runningDecodes, 1, "the stuck decode still holds its thread")
+        XCTAssertEqual(pipeline.inFlight.tasks, 0)
+
+        // Once it returns, its late result is dropped, and a new request decodes afresh.
+        pipeline.engine.decodeObserver.withLock { $0 = nil }
+        release.signal()
+        await waitUntil("the stuck decode returns") { pipeline.inFlight.isIdle }
+        XCTAssertNil(pipeline.cachedImage(for: request))
+        let bitmap = try await pipeline.image(for: request)
+        XCTAssertEqual(bitmap.width, 80)
+    }
+
+    func testALimitThatIsNotPositiveFailsDecodesAsInvalid() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 160, height: 120)
+        await assertThrows(kind: [.invalidArgument], "a zero limit") {
+            _ = try await self.pipeline(limit: .zero).image(for: ImageRequest(path: path, size: .maxPixelSize(80)))
+        }
+    }
+}
