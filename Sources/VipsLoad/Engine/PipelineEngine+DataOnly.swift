@@ -14,7 +14,7 @@ extension PipelineEngine {
     /// the ticket is cancelled first. A decode of the same source that starts
     /// meanwhile joins the load and raises its priority.
     func loadDataOnly(_ request: ValidatedRequest,
-                      completion: @escaping @Sendable (Result<Void, VipsError>) -> Void) -> DataLoadTicket {
+                      completion: @escaping @Sendable (Result<ImageData, VipsError>) -> Void) -> DataLoadTicket {
         let ticket = DataLoadTicket()
         perform { effects in
             let unit: SharedWork<ImageData>
@@ -26,10 +26,10 @@ extension PipelineEngine {
                                  priority: request.priority, &effects)
             }
             ticket.subscription = unit.subscribe(priority: request.priority, &effects) { [weak self] event in
-                let result: Result<Void, VipsError>
+                let result: Result<ImageData, VipsError>
                 switch event {
                 case .progress: return
-                case .value: result = .success(())
+                case .value(let data): result = .success(data)
                 case .failure(let error): result = .failure(error)
                 }
                 let current = self?.perform { effects -> Bool in
