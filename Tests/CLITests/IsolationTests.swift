@@ -142,6 +142,36 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("--isolate takes one of optin, all, none"), bad.stderr)
     }
 
+    /// `--keep-metadata` and `--animated` mean the same for an isolated input
+    /// as for one decoded in-process: the outputs are byte for byte the same.
+    func testIsolatedDecodesKeepMetadataAndEveryFrameAsInProcessOnesDo() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let rotated = folder.appendingPathComponent("rotated.jpg")
+        try ImageSynthesizer.data(width: 120, height: 80, seed: 5, iccProfile: "p3", format: .jpeg(orientation: 6)).write(to: rotated)
+        let frames = try [UInt8(0), 120, 240].map { level in
+            try Bitmap(width: 90, height: 60, channels: 3, pixels: [UInt8](repeating: level, count: 90 * 60 * 3))
+        }
+        let gif = folder.appendingPathComponent("clip.gif")
+        try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [50, 60, 70], loopCount: 3), as: .gif).data.write(to: gif)
+
+        for (flags, input, output) in [(["--keep-metadata"], rotated, "rotated.jpg"),
+                                       (["--animated", "--format", "gif"], gif, "clip.gif")] {
+            var outputs: [Data] = []
+            for isolate in ["all", "none"] {
+                let out = folder.appendingPathComponent("out-\(isolate)")
+                let result = try CLIHarness.run(["thumb", "--isolate", isolate, "-s", "40", "-o", out.path] + flags + [input.path])
+                XCTAssertEqual(result.status, 0, result.stderr)
+                outputs.append(try Data(contentsOf: out.appendingPathComponent(output)))
+            }
+            XCTAssertEqual(outputs[0], outputs[1], "\(flags): isolated and in-process outputs differ")
+        }
+        // And what they kept is really there: the EXIF block (orientation reset) and three frames.
+        let kept = try ImageDecoder().metadata(.file(folder.appendingPathComponent("out-all/rotated.jpg").path))
+        XCTAssertNotNil(kept.exif)
+        let animation = try ImageDecoder().decodeAnimation(.file(folder.appendingPathComponent("out-all/clip.gif").path))
+        XCTAssertEqual(animation.frameCount, 3)
+    }
+
     /// The children of process `parent` that are still running (not zombies).
     private func runningChildren(of parent: pid_t) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
@@ -164,10 +194,10 @@ final class IsolationTests: XCTestCase {
         return condition()
     }
 
-    func testWorkersEndWithTheirParentOnSIGTERMAndOnSIGKILL() throws {
+    func testWorkersEndWithTheirParentOnSIGTERMSIGINTAndSIGKILL() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let hang = try writePNG("a__hang__.png", in: folder)
-        for (number, status) in [(SIGTERM, Int32(143)), (SIGKILL, Int32(-1))] {
+        for (number, status) in [(SIGTERM, Int32(143)), (SIGINT, Int32(130)), (SIGKILL, Int32(-1))] {
             let parent = try CLIHarness.start(["thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path, hang],
                                               environment: faults)
             var workers: [pid_t] = []

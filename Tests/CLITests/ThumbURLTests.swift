@@ -216,6 +216,41 @@ final class ThumbURLTests: XCTestCase {
         XCTAssertEqual(none.status, 1)
         XCTAssertEqual(server.requestCount("/down.jpg"), 3, "--retries 0 never retries")
     }
+
+    /// Downloads are isolated too: fetched first, then decoded in a worker
+    /// when their format says so. A worker that cannot start (capped at 1 MB)
+    /// fails exactly the inputs sent to it.
+    func testDownloadsOfIsolatedFormatsAreDecodedInWorkers() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#.utf8)
+        server.route("/a.svg", .ok(svg))
+        server.route("/b.jpg", .ok(try jpeg(160, 120, seed: 3)))
+        let urls = [server.url("/a.svg").absoluteString, server.url("/b.jpg").absoluteString]
+        let out = folder.appendingPathComponent("out")
+        func run(_ flags: [String]) throws -> CLIHarness.Result {
+            try CLIHarness.run(["thumb", "--allow", "svg", "--worker-memory", "1", "-s", "40", "--json", "-o", out.path] + flags + urls)
+        }
+        func kind(_ result: CLIHarness.Result, _ url: String) -> String? {
+            result.stdoutLines.compactMap { line -> String? in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      object["input"] as? String == url else { return nil }
+                return (object["error"] as? [String: Any])?["kind"] as? String ?? object["status"] as? String
+            }.first
+        }
+        // Default (opt-in formats isolated): the SVG goes to a worker, the JPEG decodes here.
+        let optIn = try run([])
+        XCTAssertEqual(optIn.status, 1, optIn.stderr)
+        XCTAssertEqual(kind(optIn, urls[0]), "crashed", optIn.stdout)
+        XCTAssertEqual(kind(optIn, urls[1]), "written", optIn.stdout)
+        // Every input isolated: both fail in their workers; none: both are written.
+        let all = try run(["--isolate", "all", "--force"])
+        XCTAssertEqual(urls.map { kind(all, $0) }, ["crashed", "crashed"], all.stdout)
+        let none = try run(["--isolate", "none", "--force"])
+        XCTAssertEqual(none.status, 0, none.stderr)
+        XCTAssertEqual(urls.map { kind(none, $0) }, ["written", "written"], none.stdout)
+        XCTAssertEqual(server.requestCount("/b.jpg"), 3, "one download per run: a JPEG decoded here is not downloaded again")
+        XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("a.jpg").path)).width, 40)
+    }
 }
 
 /// `thumb --header`.

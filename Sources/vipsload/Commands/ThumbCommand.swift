@@ -65,8 +65,8 @@ enum ThumbCommand {
         \(ProcessingFlags.help)
         \(DecoderFlags.help)
         \(IsolationFlags.help)
-                             (isolated: local files and standard input; an isolated decode
-                             is a still image, without metadata)
+                             (isolated: local files, standard input and downloads; a download
+                             is fetched first, and its format decides where it is decoded)
 
         Exit status: 0 when every input was written or up to date, 1 when any
         failed or clashed, 2 on usage errors.
@@ -202,7 +202,7 @@ enum ThumbCommand {
         let runJobs = plan(selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
                            force: parsed.flag("force"), reporter: reporter)
 
-        let pipeline = makePipeline(settings, retries: retries, headers: headers,
+        let pipeline = makePipeline(settings, retries: retries, headers: headers, timeoutSeconds: isolation.timeoutSeconds,
                                     cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
         var engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
             ImageRequest(source: source, size: processing.size, mode: processing.mode,
@@ -213,16 +213,7 @@ enum ThumbCommand {
             workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
         defer { workers?.shutdown() }
         if let workers {
-            engine.isolatedDecode = { (source: ImageSource) async -> Result<Bitmap, VipsError>? in
-                switch source.location {
-                case .file(let path) where isolation.isolates(IsolationFlags.sniff(path: path)):
-                    return await workers.decode(path: path)
-                case .data(let data, _) where isolation.isolates(ImageFormat.sniff(data.prefix(64))):
-                    return await workers.decode(path: nil, data: data)
-                default:
-                    return nil
-                }
-            }
+            engine.isolation = ThumbEngine.Isolation(workers: workers) { isolation.isolates($0) }
         }
         let jobList = runJobs
         await engine.run(jobList.map(\.source)) { index, result, started in
@@ -271,10 +262,10 @@ enum ThumbCommand {
     /// The worker's options: the decoder and geometry flags as given, and its memory cap.
     private static func workerArguments(_ parsed: ArgumentParser.Parsed, workerMemory: Int) -> [String] {
         var arguments = ["--worker-memory", String(workerMemory)]
-        for name in ["max-pixels", "allow", "size", "fit", "gravity", "background"] {
+        for name in ["max-pixels", "allow", "size", "fit", "gravity", "background", "format"] {
             if let value = parsed.value(name) { arguments += ["--\(name)", value] }
         }
-        if parsed.flag("strict") { arguments.append("--strict") }
+        for name in ["strict", "keep-metadata", "animated"] where parsed.flag(name) { arguments.append("--\(name)") }
         return arguments
     }
 
@@ -324,10 +315,12 @@ enum ThumbCommand {
 
     /// The pipeline for every input: no memory cache (each image is needed
     /// once), `--retries`, the disk cache in `cache.folder` when given and usable.
-    private static func makePipeline(_ settings: Settings, retries: Int, headers: [String: String],
+    private static func makePipeline(_ settings: Settings, retries: Int, headers: [String: String], timeoutSeconds: Int,
                                      cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
                                                         decodeOptions: settings.decodeOptions)
+        // --timeout: a decode in this process is stopped cooperatively (`decodeTimeLimit`).
+        configuration.decodeTimeLimit = .seconds(timeoutSeconds)
         configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
         configuration.http.headers.merge(headers) { _, given in given }
         if let cache {

@@ -59,20 +59,34 @@ enum DecodeWorker {
             var pixels = Data()
             do throws(VipsError) {
                 if request.operation == "info" {
-                    let info = try decoder.info(input)
-                    reply.width = info.width
-                    reply.height = info.height
-                    reply.format = info.format.rawValue
-                    reply.bands = info.bands
-                    reply.hasAlpha = info.hasAlpha
-                    reply.orientation = info.orientation
-                    reply.pages = info.pages
+                    reply.describe(try decoder.info(input))
+                } else if processing.animated {
+                    // As `ImagePipeline.animatedImage(for:)`: every frame, fitted alike.
+                    let animation = try decoder.decodeAnimation(input, size: processing.size)
+                    reply.describe(try decoder.info(input))
+                    reply.width = animation.width
+                    reply.height = animation.height
+                    reply.channels = animation.frames[0].channels
+                    reply.delays = animation.delays
+                    reply.loopCount = animation.loopCount
+                    for frame in animation.frames { pixels.append(frame.pixelData) }
                 } else {
-                    let bitmap = try decoder.decode(input, size: processing.size, mode: processing.mode)
+                    // As the pipeline decodes a thumbnail request (`ThumbEngine`).
+                    let bitmap = try decoder.decode(input, size: processing.size, mode: processing.mode,
+                                                    keepingMetadata: processing.keepMetadata)
                     reply.width = bitmap.width
                     reply.height = bitmap.height
                     reply.channels = bitmap.channels
                     reply.scale = bitmap.scale
+                    if let source = bitmap.source {
+                        reply.describe(source.info)
+                        reply.decodedLeniently = source.decodedLeniently
+                        if let metadata = source.metadata {
+                            reply.keptMetadata = true
+                            reply.exif = metadata.exif
+                            reply.hadICCProfile = metadata.hadICCProfile
+                        }
+                    }
                     pixels = bitmap.pixelData
                 }
             } catch {

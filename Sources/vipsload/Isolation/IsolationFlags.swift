@@ -11,9 +11,10 @@ enum IsolationFlags {
     static let help = """
           --isolate WHAT     decode in worker processes, so an input that crashes or hangs
                              its decoder fails alone: 'optin' (default: the formats only
-                             --allow enables), 'all' (every local input), 'none'
-          --timeout SECONDS  an isolated decode running longer is killed and fails
-                             with timedOut (default \(defaultTimeout))
+                             --allow enables), 'all' (every input), 'none'
+          --timeout SECONDS  a decode running longer fails with timedOut (default
+                             \(defaultTimeout)): an isolated one's worker is killed, one in this
+                             process is stopped where libvips can stop it
           --worker-memory MB cap each worker's address space (RLIMIT_AS; default
                              \(defaultWorkerMemory), 0 for no cap): an input that needs more fails alone
         """

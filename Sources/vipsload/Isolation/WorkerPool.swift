@@ -58,24 +58,42 @@ final class WorkerPool: Sendable {
         signal(SIGPIPE, SIG_IGN)
     }
 
-    /// Decodes the file at `path` (or `data`) to the workers' size and mode.
-    func decode(path: String?, data: Data = Data()) async -> Result<Bitmap, VipsError> {
+    /// Decodes the file at `path` (or `data`) as the workers' options say
+    /// (size, mode, `--keep-metadata`, `--animated`), as the pipeline would.
+    func decode(path: String?, data: Data = Data()) async -> Result<ThumbEngine.Output, VipsError> {
         await onQueue { [self] in
             request(WorkerProtocol.Request(operation: "thumb", path: path), body: data).flatMap { reply, pixels in
-                Result { () throws(VipsError) -> Bitmap in
-                    try Bitmap(width: reply.width, height: reply.height, channels: reply.channels,
-                               scale: reply.scale, pixels: pixels)
-                }
+                Result { () throws(VipsError) -> ThumbEngine.Output in try Self.output(reply, pixels) }
             }
         }
     }
 
+    /// The bitmap or animation a worker's reply carries, checked against its pixels.
+    private static func output(_ reply: WorkerProtocol.Reply, _ pixels: Data) throws(VipsError) -> ThumbEngine.Output {
+        let metadata = reply.keptMetadata ? ImageMetadata(exif: reply.exif, hadICCProfile: reply.hadICCProfile) : nil
+        let source = BitmapSource(info: reply.info, decodedLeniently: reply.decodedLeniently, metadata: metadata)
+        guard let delays = reply.delays else {
+            let bitmap = try Bitmap(width: reply.width, height: reply.height, channels: reply.channels,
+                                    scale: reply.scale, pixels: pixels)
+            return .still(bitmap.withSource(source))
+        }
+        let (frameBytes, overflow) = (reply.width * reply.channels).multipliedReportingOverflow(by: reply.height)
+        guard !overflow, frameBytes > 0, !delays.isEmpty, pixels.count == frameBytes * delays.count else {
+            throw VipsError(.internal, "a decode worker sent \(pixels.count) bytes for \(delays.count) frames of "
+                            + "\(reply.width)×\(reply.height)×\(reply.channels)")
+        }
+        var frames: [Bitmap] = []
+        for index in delays.indices {
+            let frame = pixels[pixels.startIndex + index * frameBytes ..< pixels.startIndex + (index + 1) * frameBytes]
+            frames.append(try Bitmap(width: reply.width, height: reply.height, channels: reply.channels,
+                                     scale: reply.scale, pixels: Data(frame)).withSource(source))
+        }
+        return .animation(try AnimatedBitmap(frames: frames, delays: delays, loopCount: reply.loopCount))
+    }
+
     /// Probes the header of the file at `path`.
     func info(path: String) -> Result<ImageInfo, VipsError> {
-        request(WorkerProtocol.Request(operation: "info", path: path), body: Data()).map { reply, _ in
-            ImageInfo(width: reply.width, height: reply.height, format: ImageFormat(rawValue: reply.format ?? "unknown"),
-                      bands: reply.bands, hasAlpha: reply.hasAlpha, orientation: reply.orientation, pages: reply.pages)
-        }
+        request(WorkerProtocol.Request(operation: "info", path: path), body: Data()).map { reply, _ in reply.info }
     }
 
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

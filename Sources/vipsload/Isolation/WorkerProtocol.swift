@@ -1,4 +1,5 @@
 import Foundation
+import VipsCore
 
 /// The pipe protocol between `vipsload` and its decode workers
 /// (`vipsload __decode-worker`): every message, either way, is a frame of a
@@ -14,20 +15,50 @@ enum WorkerProtocol {
         var path: String?
     }
 
-    /// What the worker answers: a bitmap (pixels in the body), an image's
-    /// header, or a typed error.
+    /// What the worker answers: a bitmap (pixels in the body) or an
+    /// animation (its frames' pixels one after another), with the header of
+    /// the image it came from; an image's header alone; or a typed error.
     struct Reply: Codable {
         var errorKind: String?
         var errorMessage: String?
+        /// The decoded bitmap (or each frame).
         var width = 0
         var height = 0
         var channels = 0
         var scale = 1.0
+        /// The source image's header.
         var format: String?
+        var sourceWidth = 0
+        var sourceHeight = 0
         var bands = 0
         var hasAlpha = false
         var orientation = 1
         var pages = 1
+        /// The decode was lenient over damaged data.
+        var decodedLeniently = false
+        /// `--keep-metadata`: the source's EXIF block (base64 in the JSON) and whether it had a profile.
+        var exif: Data?
+        var hadICCProfile = false
+        var keptMetadata = false
+        /// `--animated`: each frame's delay in ms (nil for a still), and the loop count.
+        var delays: [Int]?
+        var loopCount = 0
+
+        /// `info`'s fields, or a decoded bitmap's source header.
+        var info: ImageInfo {
+            ImageInfo(width: sourceWidth, height: sourceHeight, format: ImageFormat(rawValue: format ?? "unknown"),
+                      bands: bands, hasAlpha: hasAlpha, orientation: orientation, pages: pages)
+        }
+
+        mutating func describe(_ info: ImageInfo) {
+            format = info.format.rawValue
+            sourceWidth = info.width
+            sourceHeight = info.height
+            bands = info.bands
+            hasAlpha = info.hasAlpha
+            orientation = info.orientation
+            pages = info.pages
+        }
     }
 
     /// Frames larger than this are refused (a worker's reply is a bitmap at most).

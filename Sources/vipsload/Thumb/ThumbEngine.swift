@@ -24,9 +24,16 @@ struct ThumbEngine: Sendable {
     let animated: Bool
     /// Requests in flight at once.
     let window: Int
-    /// The decode of an input that must not run in this process (`WorkerPool`),
-    /// or nil for the inputs the pipeline decodes.
-    var isolatedDecode: (@Sendable (ImageSource) async -> Result<Bitmap, VipsError>?)?
+    /// Where inputs that must not be decoded in this process go: the worker
+    /// pool, and which formats (sniffed from the first bytes; nil when
+    /// unknown) it takes. Nil: the pipeline decodes everything.
+    var isolation: Isolation?
+
+    /// `isolation`'s parts.
+    struct Isolation: Sendable {
+        let workers: WorkerPool
+        let isolates: @Sendable (ImageFormat?) -> Bool
+    }
     /// Encodes and writes; concurrent, its width bounded by `window`.
     private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
 
@@ -51,22 +58,9 @@ struct ThumbEngine: Sendable {
                 next += 1
                 var request = self.request(sources[index])
                 request.options.formUnion(.disableMemoryCache)
-                let animated = self.animated
-                let source = sources[index]
-                let isolatedDecode = self.isolatedDecode
                 group.addTask {
                     let started = DispatchTime.now().uptimeNanoseconds
-                    let result: Result<Output, VipsError>
-                    if let isolated = await isolatedDecode?(source) {
-                        result = isolated.map { .still($0) }
-                    } else {
-                        do throws(VipsError) {
-                            result = animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
-                                              : .success(.still(try await pipeline.image(for: request)))
-                        } catch {
-                            result = .failure(error)
-                        }
-                    }
+                    let result = await decode(request)
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         encodeQueue.async {
                             finish(index, result, started)
@@ -79,6 +73,65 @@ struct ThumbEngine: Sendable {
             while await group.next() != nil {
                 if next < sources.count { submit() }
             }
+        }
+    }
+
+    /// One input: in a worker when `isolation` takes its format, else by the pipeline.
+    private func decode(_ request: ImageRequest) async -> Result<Output, VipsError> {
+        if let isolation {
+            switch request.source.location {
+            case .file(let path) where isolation.isolates(IsolationFlags.sniff(path: path)):
+                return await isolation.workers.decode(path: path)
+            case .data(let data, _) where isolation.isolates(ImageFormat.sniff(data.prefix(64))):
+                return await isolation.workers.decode(path: nil, data: data)
+            case .url(let url) where !url.isFileURL:
+                return await decodeDownload(request, isolation)
+            default:
+                break
+            }
+        }
+        return await decodeHere(request)
+    }
+
+    /// A URL's bytes are loaded first (through the pipeline: data cache,
+    /// retries, shared loads), so that their format decides where they are
+    /// decoded; decoded here, the same bytes are used, not downloaded again.
+    private func decodeDownload(_ request: ImageRequest, _ isolation: Isolation) async -> Result<Output, VipsError> {
+        let data: ImageData
+        do throws(VipsError) {
+            data = try await pipeline.data(for: request)
+        } catch {
+            return .failure(error)
+        }
+        let result: Result<Output, VipsError>
+        var local = request
+        switch data.input {
+        case .file(let path):
+            if isolation.isolates(IsolationFlags.sniff(path: path)) {
+                result = await isolation.workers.decode(path: path)
+            } else {
+                local.source = .file(path)
+                result = await decodeHere(local)
+            }
+            // A download's file is a temporary or cache file: messages name the URL instead.
+            withExtendedLifetime(data) {}
+            return result.mapError { VipsError($0.kind, $0.message.replacingOccurrences(of: path, with: request.source.description)) }
+        case .data(let bytes):
+            if isolation.isolates(ImageFormat.sniff(bytes.prefix(64))) {
+                return await isolation.workers.decode(path: nil, data: bytes)
+            }
+            local.source = .data(bytes, identifier: request.source.key)
+            return await decodeHere(local)
+        }
+    }
+
+    /// Decodes through the pipeline: every frame with `animated`, else the still image.
+    private func decodeHere(_ request: ImageRequest) async -> Result<Output, VipsError> {
+        do throws(VipsError) {
+            return animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
+                            : .success(.still(try await pipeline.image(for: request)))
+        } catch {
+            return .failure(error)
         }
     }
 }
