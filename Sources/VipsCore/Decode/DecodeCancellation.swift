@@ -29,7 +29,8 @@ import Dispatch
 /// separate process can be killed (the `vipsload` CLI's `--isolate`).
 ///
 /// A cancellation may be used for several runs, one after another or at
-/// once on several threads; once cancelled or timed out it stays so.
+/// once on several threads; once cancelled or timed out it stays so. A run
+/// inside another cancellation's run stops when either does.
 public final class DecodeCancellation: Sendable {
     /// A libvips image a running decode made, held weakly: killing it is
     /// only useful while the decode still holds it.
@@ -37,11 +38,18 @@ public final class DecodeCancellation: Sendable {
         weak var image: VipsImageHandle?
     }
 
+    /// A cancellation whose `run` started inside one of this one's, held weakly.
+    private struct Child {
+        weak var cancellation: DecodeCancellation?
+    }
+
     private struct State {
         /// Why decodes stop: `.cancelled` or `.timedOut`; nil while they may run.
         var reason: VipsError.Kind?
         var message = ""
         var watched: [Watched] = []
+        /// Stopped with this one (a `run` nested in this one's `run`).
+        var children: [Child] = []
     }
 
     private let state = LockedState(State())
@@ -83,6 +91,8 @@ public final class DecodeCancellation: Sendable {
             timer = item
         }
         defer { timer?.cancel() }
+        // Nested in another cancellation's run: stopping that one stops this one too.
+        if let outer = Self.active, outer !== self { outer.adopt(self) }
         try check()
         let result = Self.$active.withValue(self) { Result { () throws(VipsError) -> T in try body() } }
         if let stopped = stopped() {
@@ -119,20 +129,35 @@ public final class DecodeCancellation: Sendable {
     /// Live libvips images of the decodes running inside `run` (for tests).
     var watchedImageCount: Int { state.withLock { $0.watched.filter { $0.image != nil }.count } }
 
+    /// Stops `child` whenever this one stops (at once if it has).
+    private func adopt(_ child: DecodeCancellation) {
+        let stopped = state.withLock { state -> (VipsError.Kind, String)? in
+            if let reason = state.reason { return (reason, state.message) }
+            state.children.removeAll { $0.cancellation == nil }
+            state.children.append(Child(cancellation: child))
+            return nil
+        }
+        if let (reason, message) = stopped { child.stop(reason, message) }
+    }
+
     private func stopped() -> VipsError? {
         state.withLock { state in state.reason.map { VipsError($0, state.message) } }
     }
 
     private func stop(_ reason: VipsError.Kind, _ message: String) {
-        let images = state.withLock { state -> [VipsImageHandle] in
-            guard state.reason == nil else { return [] }
+        let (images, children) = state.withLock { state -> ([VipsImageHandle], [DecodeCancellation]) in
+            guard state.reason == nil else { return ([], []) }
             state.reason = reason
             state.message = message
-            defer { state.watched = [] }
-            return state.watched.compactMap(\.image)
+            defer {
+                state.watched = []
+                state.children = []
+            }
+            return (state.watched.compactMap(\.image), state.children.compactMap(\.cancellation))
         }
         // libvips reads the flag at every region it computes; setting it from
         // another thread is what it is for.
         for image in images { vips_image_set_kill(image.pointer, 1) }
+        for child in children { child.stop(reason, message) }
     }
 }

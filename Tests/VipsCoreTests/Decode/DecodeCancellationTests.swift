@@ -8,8 +8,13 @@ import XCTest
 final class DecodeCancellationTests: XCTestCase {
     /// A 4000×3000 TIFF: libvips decodes it strip by strip (no shrink on
     /// load), so a thumbnail of it is long, interruptible work.
-    private func largeTIFF() throws -> Data {
+    private static let tiff = Result { () throws(VipsError) -> Data in
         try ImageSynthesizer.data(width: 4000, height: 3000, seed: 7, format: .tiff)
+    }
+
+    /// Made once, and never inside a run (where a time limit would stop it).
+    private func largeTIFF() throws -> Data {
+        try Self.tiff.get()
     }
     private let thumbnail = TargetSize.fit(width: 256, height: 256)
 
@@ -92,5 +97,18 @@ final class DecodeCancellationTests: XCTestCase {
                 XCTAssertEqual((error as? VipsError)?.kind, .invalidArgument)
             }
         }
+    }
+
+    func testARunInsideAnotherStopsWhenTheOuterOneTimesOut() throws {
+        let tiff = try largeTIFF()
+        let outer = DecodeCancellation(), inner = DecodeCancellation()
+        XCTAssertThrowsError(try outer.run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
+            try inner.run { () throws(VipsError) -> Bitmap in
+                try ImageDecoder().decode(.data(tiff), size: thumbnail)
+            }
+        }) { error in
+            XCTAssertEqual((error as? VipsError)?.kind, .timedOut, "\(error)")
+        }
+        XCTAssertTrue(inner.isCancelled, "the inner run was stopped with the outer one")
     }
 }
