@@ -153,8 +153,9 @@ extension ImageDecoder {
 
     private func decodeWebPDirectly(_ bytes: UnsafeRawBufferPointer, box: (width: Int, height: Int)?, scale: Double,
                                     allowUpscale: Bool, label: String) throws(VipsError) -> Bitmap? {
-        // libvips refuses a short file too ("unable to parse image"); say what it is.
-        if Self.webpIsTruncated(bytes), options.shrinkOnLoad == .fast, !allowUpscale {
+        // libvips refuses a short file in every mode too ("unable to parse image": its demuxer
+        // takes complete files only); say what it is, whichever path would have decoded it.
+        if Self.webpIsTruncated(bytes) {
             throw VipsError(.truncatedData, "\(label): the WebP file is truncated (its RIFF header declares more bytes)")
         }
         let header = Self.webpHeader(bytes)

@@ -167,9 +167,10 @@ final class DirectWebPTests: XCTestCase {
             let cut = Data(data.prefix(Int(Double(data.count) * fraction)))
             // libvips refuses a short WebP in both modes ("unable to parse image"); so does the direct path, as truncatedData.
             XCTAssertThrowsError(try libvipsFast.decode(.data(cut), size: .maxPixelSize(64)))
-            for decoder in [fast, strict] {
+            for decoder in [fast, strict, quality] {
                 assertThrowsKind(.truncatedData) { () throws(VipsError) in try decoder.decode(.data(cut), size: .maxPixelSize(64)) }
             }
+            assertThrowsKind(.truncatedData) { () throws(VipsError) in try fast.decode(.data(cut), size: .maxPixelSize(400), allowUpscale: true) }
         }
         // A complete container whose VP8 bitstream is cut short inside (the chunk sizes patched to fit).
         // (Cut past the first partition, whose size the demuxer checks against the chunk.)
