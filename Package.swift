@@ -24,8 +24,16 @@ let package = Package(
             pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]
         ),
+        // libwebp's decoder and demuxer, for the direct WebP path: its scaled decode writes
+        // straight into the bitmap, without libvips' loader and strip pipeline around it.
+        .systemLibrary(
+            name: "CWebP",
+            path: "CWebP",
+            pkgConfig: "libwebpdemux",
+            providers: [.apt(["libwebp-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
-        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG"], path: "Sources/VipsCore"),
+        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.

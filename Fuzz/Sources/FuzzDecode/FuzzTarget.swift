@@ -7,7 +7,8 @@ import Foundation
 // libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,
 // header probe, thumbnail decode (lenient and strict, fast and quality
 // shrink-on-load), the direct libjpeg-turbo JPEG path (decode takes it for
-// plain JPEGs) and its header readers alone, the DC-only path for progressive
+// plain JPEGs) and its header readers alone, the direct libwebp path (decode takes it for
+// still WebPs) and its container reader alone, the DC-only path for progressive
 // JPEGs (through decode and the filter alone), and in-memory resize.
 //
 // Besides "no crash", every run checks VipsCore's promises and traps when one
@@ -81,6 +82,16 @@ private func parseHeaders(_ data: Data) {
                 _ = profile.withUnsafeBytes { ICCProfile($0) }
             }
             _ = lenient.jpegRoute(header, allowUpscale: false)
+        }
+        // The direct WebP path's container reading (libwebp's demuxer, the EXIF and ICC chunks) and route.
+        if let header = ImageDecoder.webpHeader(raw) {
+            guard (1...8).contains(header.orientation), header.width >= 0, header.height >= 0 else {
+                violated("WebP header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
+            }
+            if ImageDecoder.webpIsTruncated(raw) { violated("the demuxer accepted a truncated WebP") }
+            for box in [(64, 64), (1, 1), (4096, 3)] {
+                _ = lenient.webpRoute(header, box: (width: box.0, height: box.1), allowUpscale: false)
+            }
         }
         if let orientation = EXIFOrientation.read(raw), !(1...8).contains(orientation) {
             violated("EXIF orientation \(orientation)")

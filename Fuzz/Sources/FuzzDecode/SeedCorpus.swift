@@ -34,6 +34,11 @@ enum SeedCorpus {
         Seed(name: "interlaced.png", width: 33, height: 17, format: .png(interlaced: true)),
         Seed(name: "lossy.webp", width: 64, height: 48, format: .webp(quality: 50)),
         Seed(name: "lossless-alpha.webp", width: 32, height: 32, alpha: true, format: .webp(lossless: true)),
+        // The direct WebP path's routes: lossy alpha (ALPH chunk), EXIF orientation, an sRGB profile (direct), P3 (libvips).
+        Seed(name: "lossy-alpha.webp", width: 40, height: 24, alpha: true, format: .webp(quality: 40)),
+        Seed(name: "orientation6.webp", width: 40, height: 24, format: .webp(quality: 40, orientation: 6)),
+        Seed(name: "icc-srgb.webp", width: 24, height: 16, iccProfile: "srgb", format: .webp(quality: 40)),
+        Seed(name: "icc-p3.webp", width: 24, height: 16, iccProfile: "p3", format: .webp(quality: 40)),
         Seed(name: "still.gif", width: 40, height: 30, format: .gif),
         Seed(name: "deflate.tif", width: 32, height: 24, format: .tiff),
     ]

@@ -9,8 +9,9 @@ import Foundation
 public struct ImageDecoder: Sendable {
     /// The options every call uses.
     public var options: DecodeOptions
-    /// Whether JPEGs the direct libjpeg-turbo path can decode exactly take it
-    /// (see `decodeJPEGDirectly`); false sends everything through libvips, for
+    /// Whether JPEGs and WebPs the direct libjpeg-turbo and libwebp paths can
+    /// decode exactly take them (see `decodeJPEGDirectly`, `decodeWebPDirectly`);
+    /// false sends everything through libvips, for
     /// tests and comparisons.
     var usesDirectPaths = true
     /// What a caller already knows of one file input (its size and first
@@ -52,6 +53,10 @@ public struct ImageDecoder: Sendable {
         let (format, loader) = try admit(input)
         if format == .jpeg, usesDirectPaths,
            let bitmap = try decodeJPEGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            return bitmap
+        }
+        if format == .webp, usesDirectPaths,
+           let bitmap = try decodeWebPDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
             return bitmap
         }
         return try input.withSource { source throws(VipsError) in

@@ -19,8 +19,8 @@ public enum ImageSynthesizer {
         case jpeg(quality: Int = 90, progressive: Bool = false, orientation: Int = 1, cmyk: Bool = false)
         /// PNG: 8- or 16-bit, grey or RGB(A), palette (8-bit indexed), Adam7-interlaced.
         case png(sixteenBit: Bool = false, grey: Bool = false, palette: Bool = false, interlaced: Bool = false)
-        /// WebP, lossy or lossless.
-        case webp(quality: Int = 80, lossless: Bool = false)
+        /// WebP, lossy or lossless; `orientation` 1–8 is written as EXIF.
+        case webp(quality: Int = 80, lossless: Bool = false, orientation: Int = 1)
         /// GIF (palette).
         case gif
         /// TIFF (deflate-compressed).
@@ -95,7 +95,11 @@ public enum ImageSynthesizer {
             if interlaced { options.append("interlace") }
             if sixteenBit { options.append("bitdepth=16") }
             suffix = ".png[\(options.joined(separator: ","))]"
-        case .webp(let quality, let lossless):
+        case .webp(let quality, let lossless, let orientation):
+            if orientation != 1 {
+                image = try image.apply(.internal, "copy") { vl_copy_interpretation($0, $1, vips_image_get_interpretation($0)) }
+                vips_image_set_int(image.pointer, "orientation", Int32(orientation))
+            }
             suffix = lossless ? ".webp[lossless]" : ".webp[Q=\(quality)]"
         case .gif:
             suffix = ".gif"

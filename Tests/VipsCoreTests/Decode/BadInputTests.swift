@@ -50,7 +50,8 @@ final class BadInputTests: XCTestCase {
         let junk = (0..<2_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         let signatures: [[UInt8]] = [
             [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], Array("GIF89a".utf8), [0x49, 0x49, 0x2A, 0x00],
-            Array("RIFF".utf8) + [0xF0, 0x07, 0, 0] + Array("WEBPVP8 ".utf8),
+            // (A RIFF size matching the 2,016 bytes: one declaring more is a truncated file, truncatedData.)
+            Array("RIFF".utf8) + [0xD8, 0x07, 0, 0] + Array("WEBPVP8 ".utf8),
         ]
         for signature in signatures {
             let input = ImageInput.data(Data(signature + junk))

@@ -179,6 +179,53 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual([sane.width, sane.height], [8, 6])
     }
 
+    func testWebPContainerLiesGiveTypedErrorsOrBitmaps() throws {
+        // The direct WebP path reads the VP8X flags and chunks itself (through libwebp's demuxer):
+        // flags promising chunks that are missing, chunks the flags do not announce, a canvas
+        // that does not match the frame, a garbage ALPH chunk, a RIFF size that lies.
+        let lossy = [UInt8](try ImageSynthesizer.data(width: 48, height: 32, seed: 2, format: .webp(quality: 50)))
+        let alpha = [UInt8](try ImageSynthesizer.data(width: 48, height: 32, seed: 2, alpha: true, format: .webp(quality: 50)))
+        func little(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8((value >> (8 * $0)) & 0xFF) } }
+        func chunk(_ fourcc: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourcc.utf8) + little(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        func riff(_ chunks: [UInt8], sizeDelta: Int = 0) -> Data {
+            let body = Array("WEBP".utf8) + chunks
+            return Data(Array("RIFF".utf8) + little(body.count + sizeDelta, 4) + body)
+        }
+        let vp8 = Array(lossy[12...])  // the VP8 chunk, header included
+        func vp8x(_ flags: UInt8, _ width: Int = 48, _ height: Int = 32) -> [UInt8] {
+            chunk("VP8X", [flags, 0, 0, 0] + little(width - 1, 3) + little(height - 1, 3))
+        }
+        var cases: [(String, Data)] = [
+            ("flags promise ICC, EXIF, alpha", riff(vp8x(0x20 | 0x08 | 0x10) + vp8)),
+            ("flags promise an animation", riff(vp8x(0x02) + vp8)),
+            ("ICC chunk not announced", riff(vp8x(0) + chunk("ICCP", [1, 2, 3]) + vp8)),
+            ("canvas larger than the frame", riff(vp8x(0, 480, 320) + vp8)),
+            ("canvas 16384 wide", riff(vp8x(0, 16384, 32) + vp8)),
+            ("garbage ALPH", riff(vp8x(0x10) + chunk("ALPH", [0x01] + [UInt8](repeating: 0xA5, count: 40)) + vp8)),
+            ("empty EXIF", riff(vp8x(0x08) + vp8 + chunk("EXIF", []))),
+            ("RIFF size one short", riff(vp8, sizeDelta: -1)),
+            ("RIFF size one long", riff(vp8, sizeDelta: 1)),
+            ("RIFF size 4 GiB", riff(vp8, sizeDelta: 0xFFFF_FF00 - vp8.count)),
+        ]
+        var cut = alpha
+        cut.removeLast(alpha.count / 3)
+        cases.append(("alpha file cut by a third", Data(cut)))
+        for (name, data) in cases {
+            for candidate in [decoder, strictDecoder] {
+                for size in [TargetSize.maxPixelSize(16), .original] {
+                    do {
+                        HostileFiles.assertValid(try candidate.decode(.data(data), size: size), fits: size, name)
+                    } catch {
+                        HostileFiles.assertTyped(error, name)
+                    }
+                }
+            }
+        }
+        HostileFiles.assertFails(.truncatedData, "cut alpha webp") { () throws(VipsError) in try decoder.decode(.data(Data(cut))) }
+    }
+
     func testHEIFClaimingHugeSizeFailsFromTheHeader() throws {
         // 16,000² (256 MP) passes libheif's own limit (16384 a side) and is refused by ours;
         // 60,000² is refused by libheif itself: a typed error either way, from the header.
@@ -533,6 +580,8 @@ enum HostileFiles {
             ("grey16.png", 40, 32, false, .png(sixteenBit: true, grey: true)),
             ("lossy.webp", 96, 64, false, .webp(quality: 70)),
             ("lossless-alpha.webp", 64, 48, true, .webp(lossless: true)),
+            // VP8X + ALPH + EXIF: the direct WebP path's container reading and rotation.
+            ("rotated-lossy-alpha.webp", 64, 48, true, .webp(quality: 60, orientation: 6)),
             ("still.gif", 64, 48, false, .gif),
             ("deflate.tif", 64, 48, false, .tiff),
         ]
