@@ -20,7 +20,7 @@ import Dispatch
 /// milliseconds of work.
 ///
 /// What cannot be interrupted: a call into a codec that does all its work at
-/// once. That is the direct libjpeg-turbo path (bounded by `DecodeLimits`;
+/// once. That is the direct libjpeg-turbo and libwebp paths (bounded by `DecodeLimits`;
 /// tens of milliseconds at the default limit), header parsing, and loaders
 /// that decode the whole image in one call (GIF, HEIF/AVIF through libheif,
 /// interlaced PNG, SVG and PDF rendering, JPEG 2000 tiles). Such a call runs
