@@ -25,10 +25,9 @@ struct BoxCubicShrinker {
 
     /// Column sums of the rows of the current box row.
     private var sums: [UInt32]
-    /// The box-shrunk image, 16-bit values, premultiplied when there is alpha.
-    private(set) var box: [UInt16]
-    /// One premultiplied 16-bit row (16-bit input only).
-    private var wide: [UInt32]
+    /// The box-shrunk image, in 16-bit units, premultiplied when there is alpha (one
+    /// value of padding, so 3-channel pixels load and store as SIMD4).
+    private(set) var box: [Float]
     private var rowsInBox = 0
     private var boxRow = 0
 
@@ -60,10 +59,10 @@ struct BoxCubicShrinker {
         return Plan(shrinkX: x.shrink, shrinkY: y.shrink, boxWidth: x.box, boxHeight: y.box, scaleX: x.scale, scaleY: y.scale)
     }
 
-    /// Bytes the shrinker holds for this reduce (its sums, its box image, the cubic pass between).
+    /// Bytes the shrinker holds for this reduce (its column sums, its box image, the cubic pass between).
     static func workingBytes(width: Int, height: Int, outWidth: Int, outHeight: Int, channels: Int, hasAlpha: Bool) -> Int {
         let plan = plan(width: width, height: height, outWidth: outWidth, outHeight: outHeight, hasAlpha: hasAlpha)
-        return channels * (width * 8 + plan.boxWidth * plan.boxHeight * 2 + outWidth * plan.boxHeight * 4)
+        return channels * (width * 4 + plan.boxWidth * plan.boxHeight * 4 + outWidth * plan.boxHeight * 4)
     }
 
     init(width: Int, height: Int, channels: Int, hasAlpha: Bool, sixteenBit: Bool, outWidth: Int, outHeight: Int) {
@@ -76,9 +75,8 @@ struct BoxCubicShrinker {
         self.outHeight = outHeight
         plan = Self.plan(width: width, height: height, outWidth: outWidth, outHeight: outHeight, hasAlpha: hasAlpha)
         (shrinkX, shrinkY, boxWidth, boxHeight) = (plan.shrinkX, plan.shrinkY, plan.boxWidth, plan.boxHeight)
-        sums = [UInt32](repeating: 0, count: width * channels)
-        box = [UInt16](repeating: 0, count: boxWidth * boxHeight * channels)
-        wide = sixteenBit || hasAlpha ? [UInt32](repeating: 0, count: width * channels) : []
+        sums = [UInt32](repeating: 0, count: width * channels + 1)
+        box = [Float](repeating: 0, count: boxWidth * boxHeight * channels + 1)
     }
 
     /// Adds one decoded row: `width` pixels of `stride` samples (8- or 16-bit, host order),
@@ -97,68 +95,91 @@ struct BoxCubicShrinker {
     }
 
     private mutating func addToSums(_ row: UnsafeRawPointer, stride: Int, times: Int) {
-        let count = width * channels
-        let channels = channels
+        let count = width * channels, width = width
+        let channels = channels, hasAlpha = hasAlpha, sixteenBit = sixteenBit
+        let factor = UInt32(times)
         sums.withUnsafeMutableBufferPointer { sums in
             guard let sums = sums.baseAddress else { return }
-            if !sixteenBit && !hasAlpha && stride == channels {
-                // The common case, kept simple enough to vectorise.
+            if !sixteenBit && !hasAlpha {
+                // The common case, simple enough to vectorise.
                 let bytes = row.assumingMemoryBound(to: UInt8.self)
-                let factor = UInt32(times)
                 for i in 0..<count { sums[i] &+= UInt32(bytes[i]) &* factor }
                 return
             }
-            wide.withUnsafeMutableBufferPointer { wide in
-                guard let wide = wide.baseAddress else { return }
-                let colours = hasAlpha ? channels - 1 : channels
-                if sixteenBit {
-                    let samples = row.assumingMemoryBound(to: UInt16.self)
-                    for x in 0..<width {
-                        let source = samples + x * stride, target = wide + x * channels
-                        if hasAlpha {
-                            // Premultiplied in the 16-bit domain.
-                            let alpha = UInt32(source[stride - 1])
-                            for k in 0..<colours { target[k] = (UInt32(source[k]) * alpha + 32767) / 65535 }
-                            target[colours] = alpha
-                        } else {
-                            for k in 0..<colours { target[k] = UInt32(source[k]) }
-                        }
-                    }
-                } else {
-                    // 8-bit with alpha: colour × alpha (up to 65025), scaled when the box is finished.
-                    let bytes = row.assumingMemoryBound(to: UInt8.self)
-                    for x in 0..<width {
-                        let source = bytes + x * stride, target = wide + x * channels
-                        let alpha = UInt32(source[colours])
-                        for k in 0..<colours { target[k] = UInt32(source[k]) &* alpha }
-                        target[colours] = alpha
+            if !sixteenBit && channels == 4 {
+                // RGBA: colour × alpha (up to 65025), scaled when the box is finished.
+                for x in 0..<width {
+                    var pixel = SIMD4<UInt32>(truncatingIfNeeded: (row + x * 4).loadUnaligned(as: SIMD4<UInt8>.self))
+                    pixel &*= SIMD4(pixel[3], pixel[3], pixel[3], 1) &* factor
+                    let target = UnsafeMutableRawPointer(sums + x * 4)
+                    target.storeBytes(of: target.loadUnaligned(as: SIMD4<UInt32>.self) &+ pixel, as: SIMD4<UInt32>.self)
+                }
+                return
+            }
+            let colours = hasAlpha ? channels - 1 : channels
+            if sixteenBit {
+                let samples = row.assumingMemoryBound(to: UInt16.self)
+                for x in 0..<width {
+                    let source = samples + x * stride, target = sums + x * channels
+                    if hasAlpha {
+                        // Premultiplied in the 16-bit domain.
+                        let alpha = UInt32(source[stride - 1])
+                        for k in 0..<colours { target[k] &+= (UInt32(source[k]) * alpha + 32767) / 65535 &* factor }
+                        target[colours] &+= alpha &* factor
+                    } else {
+                        for k in 0..<colours { target[k] &+= UInt32(source[k]) &* factor }
                     }
                 }
-                let factor = UInt32(times)
-                for i in 0..<count { sums[i] &+= wide[i] &* factor }
+            } else {
+                // Grey and alpha, 8-bit.
+                let bytes = row.assumingMemoryBound(to: UInt8.self)
+                for x in 0..<width {
+                    let source = bytes + x * stride, target = sums + x * channels
+                    let alpha = UInt32(source[colours])
+                    for k in 0..<colours { target[k] &+= UInt32(source[k]) &* alpha &* factor }
+                    target[colours] &+= alpha &* factor
+                }
             }
         }
     }
 
     private mutating func finishBoxRow() {
         let channels = channels, colours = hasAlpha ? channels - 1 : channels
-        let area = Double(shrinkX * shrinkY)
+        let (width, shrinkX, boxWidth) = (width, shrinkX, boxWidth)
+        let area = Float(shrinkX * shrinkY)
         // Scale from the summed domain to 16-bit: 8-bit samples × 257, premultiplied 8-bit ÷ 255 × 257.
-        var scales = [Double](repeating: sixteenBit ? 1 : 257, count: channels)
-        if hasAlpha && !sixteenBit { for k in 0..<colours { scales[k] = 257.0 / 255 } }
-        for k in 0..<channels { scales[k] /= area }
+        var scales = SIMD4<Float>(repeating: (sixteenBit ? 1 : 257) / area)
+        if hasAlpha && !sixteenBit { for k in 0..<colours { scales[k] = 257 / 255 / area } }
         let base = boxRow * boxWidth * channels
-        for bx in 0..<boxWidth {
-            for k in 0..<channels {
-                var total: UInt64 = 0
-                let first = bx * shrinkX
-                for j in 0..<shrinkX {
-                    total &+= UInt64(sums[min(first + j, width - 1) * channels + k])
+        sums.withUnsafeMutableBufferPointer { sums in
+            box.withUnsafeMutableBufferPointer { box in
+                guard let sums = sums.baseAddress, let box = box.baseAddress else { return }
+                let target = box + base
+                // (Sums of one box fit 32 bits: see `plan`'s callers.)
+                func load(_ x: Int) -> SIMD4<UInt32> {
+                    channels >= 3 ? UnsafeRawPointer(sums + x * channels).loadUnaligned(as: SIMD4<UInt32>.self)
+                        : SIMD4(sums[x * channels], channels == 2 ? sums[x * channels + 1] : 0, 0, 0)
                 }
-                box[base + bx * channels + k] = UInt16(min(65535, (Double(total) * scales[k]).rounded()))
+                for bx in 0..<boxWidth {
+                    let first = bx * shrinkX
+                    var total = SIMD4<UInt32>()
+                    if first + shrinkX <= width {
+                        for x in first..<(first + shrinkX) { total &+= load(x) }
+                    } else {
+                        // The last, partial box: the edge column stands in for the missing ones.
+                        for j in 0..<shrinkX { total &+= load(min(first + j, width - 1)) }
+                    }
+                    let value = SIMD4<Float>(total) * scales
+                    if channels >= 3 {
+                        // A 3-channel store spills one lane into the next pixel (or the padding).
+                        UnsafeMutableRawPointer(target + bx * channels).storeBytes(of: value, as: SIMD4<Float>.self)
+                    } else {
+                        for k in 0..<channels { target[bx * channels + k] = value[k] }
+                    }
+                }
+                sums.update(repeating: 0, count: width * channels)
             }
         }
-        for i in 0..<sums.count { sums[i] = 0 }
         rowsInBox = 0
         boxRow += 1
     }
@@ -166,56 +187,78 @@ struct BoxCubicShrinker {
     /// The output: `outWidth`×`outHeight` 8-bit pixels of 3 channels (grey is
     /// repeated) or 4 (alpha), unpremultiplied and rounded as libvips' path does.
     func finish(into output: UnsafeMutablePointer<UInt8>) {
-        let channels = channels
-        // Horizontal pass: box rows → outWidth floats per row.
+        let (channels, boxWidth, boxHeight, outWidth, outHeight) = (channels, boxWidth, boxHeight, outWidth, outHeight)
         let horizontal = Self.taps(input: boxWidth, output: outWidth, scale: plan.scaleX)
         let vertical = Self.taps(input: boxHeight, output: outHeight, scale: plan.scaleY)
-        let hWeights = horizontal.weights, vWeights = vertical.weights
         let rowFloats = outWidth * channels
-        var across = [Float](repeating: 0, count: rowFloats * boxHeight)
+        // Horizontal pass: each box row to outWidth pixels of floats.
+        var across = [Float](repeating: 0, count: rowFloats * boxHeight + 1)
+        var down = [Float](repeating: 0, count: rowFloats)
         box.withUnsafeBufferPointer { box in
             across.withUnsafeMutableBufferPointer { across in
-                guard let box = box.baseAddress, let across = across.baseAddress else { return }
-                let taps = horizontal.count
-                for y in 0..<boxHeight {
-                    let source = box + y * boxWidth * channels, target = across + y * rowFloats
-                    for x in 0..<outWidth {
-                        let start = horizontal.start[x]
-                        for k in 0..<channels {
-                            var sum: Float = 0
-                            for t in 0..<taps { sum += hWeights[x * taps + t] * Float(source[(start + t) * channels + k]) }
-                            target[x * channels + k] = sum
+                horizontal.weights.withUnsafeBufferPointer { weights in
+                    horizontal.start.withUnsafeBufferPointer { starts in
+                        guard let box = box.baseAddress, let across = across.baseAddress,
+                              let weights = weights.baseAddress, let starts = starts.baseAddress else { return }
+                        let taps = horizontal.count
+                        for y in 0..<boxHeight {
+                            let source = box + y * boxWidth * channels, target = across + y * rowFloats
+                            for x in 0..<outWidth {
+                                let w = weights + x * taps
+                                var pixel = source + starts[x] * channels
+                                if channels >= 3 {
+                                    var sum = SIMD4<Float>()
+                                    for t in 0..<taps {
+                                        sum += w[t] * UnsafeRawPointer(pixel).loadUnaligned(as: SIMD4<Float>.self)
+                                        pixel += channels
+                                    }
+                                    UnsafeMutableRawPointer(target + x * channels).storeBytes(of: sum, as: SIMD4<Float>.self)
+                                } else {
+                                    for k in 0..<channels {
+                                        var sum: Float = 0
+                                        for t in 0..<taps { sum += w[t] * pixel[t * channels + k] }
+                                        target[x * channels + k] = sum
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
         }
-        var down = [Float](repeating: 0, count: rowFloats)
         let outChannels = hasAlpha ? 4 : 3
         let colours = hasAlpha ? channels - 1 : channels
-        for y in 0..<outHeight {
-            let taps = vertical.count, start = vertical.start[y]
-            for i in 0..<rowFloats {
-                var sum: Float = 0
-                for t in 0..<taps { sum += vWeights[y * taps + t] * across[(start + t) * rowFloats + i] }
-                down[i] = sum
-            }
-            let target = output + y * outWidth * outChannels
-            for x in 0..<outWidth {
-                let pixel = x * channels
-                var values = SIMD4<Float>(repeating: 0)
-                if hasAlpha {
-                    // vips_unpremultiply (alpha under 0.01 of a level gives black), then
-                    // vips_cast's truncation; the alpha band itself clipped and truncated.
-                    let alpha = min(65535, max(0, down[pixel + colours]))
-                    let factor = alpha < 0.01 * 257 ? 0 : 65535 / alpha
-                    for k in 0..<colours { values[k] = Self.truncated(down[pixel + k] * factor, sixteenBit) }
-                    values[3] = Self.truncated(alpha, sixteenBit)
-                } else {
-                    for k in 0..<colours { values[k] = Self.rounded(down[pixel + k], sixteenBit) }
+        let (hasAlpha, sixteenBit) = (hasAlpha, sixteenBit)
+        across.withUnsafeBufferPointer { across in
+            down.withUnsafeMutableBufferPointer { down in
+                vertical.weights.withUnsafeBufferPointer { weights in
+                    guard let across = across.baseAddress, let down = down.baseAddress, let weights = weights.baseAddress else { return }
+                    let taps = vertical.count
+                    for y in 0..<outHeight {
+                        // Vertical pass, a tap at a time over the whole row (vectorises).
+                        down.update(repeating: 0, count: rowFloats)
+                        for t in 0..<taps {
+                            let weight = weights[y * taps + t]
+                            let source = across + (vertical.start[y] + t) * rowFloats
+                            for i in 0..<rowFloats { down[i] += weight * source[i] }
+                        }
+                        let target = output + y * outWidth * outChannels
+                        for x in 0..<outWidth {
+                            let pixel = down + x * channels, out = target + x * outChannels
+                            if hasAlpha {
+                                // vips_unpremultiply (alpha under 0.01 of a level gives black), then
+                                // vips_cast's truncation; the alpha band itself clipped and truncated.
+                                let alpha = min(65535, max(0, pixel[colours]))
+                                let factor = alpha < 0.01 * 257 ? 0 : 65535 / alpha
+                                for k in 0..<colours { out[k] = Self.truncated(pixel[k] * factor, sixteenBit) }
+                                out[3] = Self.truncated(alpha, sixteenBit)
+                            } else {
+                                for k in 0..<colours { out[k] = Self.rounded(pixel[k], sixteenBit) }
+                            }
+                            if colours == 1 { (out[1], out[2]) = (out[0], out[0]) }
+                        }
+                    }
                 }
-                if colours == 1 { (values[1], values[2]) = (values[0], values[0]) }
-                for k in 0..<outChannels { target[x * outChannels + k] = UInt8(values[k]) }
             }
         }
     }
@@ -225,18 +268,19 @@ struct BoxCubicShrinker {
     /// Catmull-Rom widened by the scale, normalised, edge pixels repeated.
     static func taps(input: Int, output: Int, scale: Double) -> (start: [Int], weights: [Float], count: Int) {
         let stretch = max(1, scale), support = 2 * stretch
-        let span = Int((2 * support).rounded(.up)) + 1
-        let count = min(input, span + 1)
+        // Weights are zero from ±support on: the open interval between holds at most ceil(2 × support) positions.
+        let span = Int((2 * support).rounded(.up))
+        let count = min(input, span)
         var starts = [Int](repeating: 0, count: output), weights = [Float](repeating: 0, count: output * count)
         var real = [Double](repeating: 0, count: count)
         for index in 0..<output {
             let centre = (Double(index) + 0.5) * scale - 0.5
-            let left = Int((centre - support).rounded(.down))
+            let left = Int((centre - support).rounded(.down)) + 1
             let start = max(0, min(left, input - count))
             starts[index] = start
             for k in 0..<count { real[k] = 0 }
             var total = 0.0
-            for position in left...(left + span) {
+            for position in left..<(left + span) {
                 let weight = CubicReducer.catmullRom((Double(position) - centre) / stretch)
                 guard weight != 0 else { continue }
                 let clamped = min(input - 1, max(0, position))
@@ -252,17 +296,17 @@ struct BoxCubicShrinker {
 
     /// A float result of an 8-bit (uchar) resize, rounded, or of a 16-bit one, rounded then shifted.
     @inline(__always)
-    static func rounded(_ value: Float, _ sixteenBit: Bool) -> Float {
+    static func rounded(_ value: Float, _ sixteenBit: Bool) -> UInt8 {
         let clamped = min(65535, max(0, value))
-        return sixteenBit ? Float(Int(clamped.rounded()) >> 8) : (clamped / 257).rounded()
+        return sixteenBit ? UInt8(truncatingIfNeeded: Int(clamped + 0.5) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.5)))
     }
 
     /// A float result cast down (truncated), 8-bit or 16-bit then shifted.
     @inline(__always)
-    static func truncated(_ value: Float, _ sixteenBit: Bool) -> Float {
+    static func truncated(_ value: Float, _ sixteenBit: Bool) -> UInt8 {
         let clamped = min(65535, max(0, value))
         // The small margin keeps an opaque 255 from becoming 254 through float rounding.
-        return sixteenBit ? Float(Int(clamped + 0.001) >> 8) : min(255, (clamped / 257 + 0.0005).rounded(.down))
+        return sixteenBit ? UInt8(truncatingIfNeeded: Int(clamped + 0.001) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.0005)))
     }
 
     /// Copies pixels of `channels` bytes turned upright by EXIF `orientation` (2–8) into

@@ -52,6 +52,10 @@ extension ImageDecoder {
                 let bytes = BoxCubicShrinker.workingBytes(width: header.width, height: header.height, outWidth: plan.width,
                                                           outHeight: plan.height, channels: header.channels, hasAlpha: header.hasAlpha)
                 if bytes > Self.directPNGWorkingLimit { return .libvips("residual reduce needs \(bytes >> 20) MiB") }
+                // One box's sum of 16-bit values must fit 32 bits.
+                let shrink = BoxCubicShrinker.plan(width: header.width, height: header.height, outWidth: plan.width,
+                                                   outHeight: plan.height, hasAlpha: header.hasAlpha)
+                if shrink.shrinkX * shrink.shrinkY > 65_536 { return .libvips("box shrink of \(shrink.shrinkX)×\(shrink.shrinkY)") }
             }
         }
         return .direct
