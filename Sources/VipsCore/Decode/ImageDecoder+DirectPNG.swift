@@ -165,7 +165,7 @@ extension ImageDecoder {
     /// A libspng failure mid-decode as a typed error: a short stream is truncation, the rest corruption.
     static func pngFailure(_ status: Int32, label: String) -> VipsError {
         let message = spng_strerror(status).map { String(cString: $0) } ?? "libspng error \(status)"
-        let truncated = [SPNG_EOF, SPNG_EIO, SPNG_EIDAT_TOO_SHORT].map { Int32($0.rawValue) }.contains(status)
+        let truncated = [SPNG_IO_EOF, SPNG_IO_ERROR, SPNG_EOF, SPNG_EIO, SPNG_EIDAT_TOO_SHORT].map { Int32($0.rawValue) }.contains(status)
         return VipsError(truncated ? .truncatedData : .corruptData, "\(label): \(message)")
     }
 
@@ -217,6 +217,9 @@ struct PNGHeader {
 
     /// The libspng output format and its channels per pixel (16-bit formats always carry alpha).
     var spngFormat: (Int32, Int) {
+        // libspng 0.7's GA formats do not take grey + alpha files; their own layout is GA already
+        // (host-endian at 16 bits).
+        if colourType == 4 { return (Int32(SPNG_FMT_PNG.rawValue), 2) }
         if sixteenBit { return grey ? (Int32(SPNG_FMT_GA16.rawValue), 2) : (Int32(SPNG_FMT_RGBA16.rawValue), 4) }
         if grey { return hasAlpha ? (Int32(SPNG_FMT_GA8.rawValue), 2) : (Int32(SPNG_FMT_G8.rawValue), 1) }
         return hasAlpha ? (Int32(SPNG_FMT_RGBA8.rawValue), 4) : (Int32(SPNG_FMT_RGB8.rawValue), 3)

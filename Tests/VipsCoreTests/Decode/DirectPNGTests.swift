@@ -90,6 +90,8 @@ final class DirectPNGTests: XCTestCase {
                 for size in [TargetSize.maxPixelSize(256), .maxPixelSize(100), .fit(width: 50, height: 37), .maxPixelSize(8),
                              .original, .maxPixelSize(2000)] {
                     let what = "\(width)×\(height) \(label) → \(size)"
+                    XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false),
+                                    "\(what): decoded on the direct path, not handed back to libvips")
                     let direct = try fast.decode(.data(data), size: size)
                     let viaLibvips = try libvipsFast.decode(.data(data), size: size)
                     XCTAssertEqual([direct.width, direct.height, direct.channels],
@@ -114,6 +116,143 @@ final class DirectPNGTests: XCTestCase {
             let (mean, maximum) = difference(direct, viaLibvips)
             XCTAssertLessThanOrEqual(mean, 1.0, "alpha \(alpha)")
             XCTAssertLessThanOrEqual(maximum, 16, "alpha \(alpha)")
+        }
+    }
+
+    func testTransparencyChunksBecomeAlphaAsInLibvips() throws {
+        // A colour key on RGB and on grey (tRNS), and a palette with alpha entries (PLTE + tRNS).
+        let rgb = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png())
+        let grey = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png(grey: true))
+        let palette = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, alpha: true, format: .png(palette: true))
+        let keyed: [(String, Data)] = [
+            ("RGB + tRNS", try Self.withChunk("tRNS", [0, 128, 0, 128, 0, 128], into: rgb)),
+            ("grey + tRNS", try Self.withChunk("tRNS", [0, 128], into: grey)),
+            ("palette + tRNS", palette),
+        ]
+        for (label, data) in keyed {
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct, label)
+            XCTAssertEqual(try ImageDecoder.withPNGReader(.data(data), strict: false) { $0.header?.hasTRNS }, true, label)
+            for size in [TargetSize.maxPixelSize(100), .original] {
+                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false), label)
+                let direct = try fast.decode(.data(data), size: size)
+                let viaLibvips = try libvipsFast.decode(.data(data), size: size)
+                XCTAssertEqual(direct.channels, 4, "\(label): alpha kept")
+                XCTAssertEqual([direct.width, direct.height, direct.channels], [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
+                guard direct.bytes.count == viaLibvips.bytes.count else { continue }
+                let (mean, maximum) = difference(direct, viaLibvips)
+                XCTAssertLessThanOrEqual(mean, 1.0, "\(label) \(size)")
+                XCTAssertLessThanOrEqual(maximum, 16, "\(label) \(size)")
+            }
+        }
+    }
+
+    func testEveryEXIFOrientationAsLibvipsReadsIt() throws {
+        let plain = try ImageSynthesizer.data(width: 320, height: 200, seed: 70, marker: true, format: .png())
+        for orientation in 1...8 {
+            let data = try Self.withChunk("eXIf", Self.orientationEXIF(UInt8(orientation)), into: plain)
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
+            XCTAssertEqual(try fast.info(.data(data)).orientation, orientation, "libvips reads the same chunk")
+            for size in [TargetSize.maxPixelSize(80), .original] {
+                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false))
+                let direct = try fast.decode(.data(data), size: size)
+                let viaLibvips = try libvipsFast.decode(.data(data), size: size)
+                XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
+                XCTAssertEqual(direct.width > direct.height, orientation < 5, "upright, orientation \(orientation)")
+                XCTAssertEqual(direct.source?.info.orientation, orientation)
+                guard direct.width == viaLibvips.width, direct.height == viaLibvips.height else { continue }
+                XCTAssertLessThan(direct.meanAbsoluteDifference(to: viaLibvips), 1.0, "orientation \(orientation) \(size)")
+            }
+        }
+    }
+
+    func testGammaAndChromaticityChunksAreIgnoredAsLibvipsDoes() throws {
+        let plain = try ImageSynthesizer.data(width: 200, height: 150, seed: 31, format: .png())
+        // gAMA 1/1.0 (linear) and a cHRM with odd primaries: libvips 8.14 applies neither.
+        let gamma = try Self.withChunk("gAMA", [0, 1, 0x86, 0xA0], into: plain)
+        let chromaticity = try Self.withChunk("cHRM", [UInt8](repeating: 0, count: 24).enumerated().map { UInt8(($0.offset * 37) & 0x7F) },
+                                              into: gamma)
+        for data in [gamma, chromaticity] {
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
+            let direct = try fast.decode(.data(data), size: .maxPixelSize(100))
+            XCTAssertEqual(direct.bytes, try fast.decode(.data(plain), size: .maxPixelSize(100)).bytes, "pixels as without the chunk")
+            XCTAssertLessThanOrEqual(difference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
+        }
+    }
+
+    func testFilesDecodeLikeTheSameBytesInMemory() throws {
+        let folder = try TemporaryFolder()
+        for (label, data) in try directKinds(width: 200, height: 120, seed: 4) {
+            let path = try folder.write(data, named: "image.png")
+            XCTAssertEqual(fast.pngRoute(.file(path)), .direct, label)
+            XCTAssertEqual(try fast.decode(.file(path), size: .maxPixelSize(64)).bytes,
+                           try fast.decode(.data(data), size: .maxPixelSize(64)).bytes, label)
+        }
+    }
+
+    // MARK: - Errors and limits
+
+    func testLimitsAreCheckedFromTheHeaderBeforeAnyPixel() throws {
+        let data = try ImageSynthesizer.data(width: 300, height: 200, format: .png())
+        let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 300 * 200 - 1)))
+        XCTAssertEqual(tight.pngRoute(.data(data)), .direct)
+        assertThrowsKind(.tooLarge) { () throws(VipsError) in try tight.decode(.data(data), size: .maxPixelSize(50)) }
+        let narrow = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxDimension: 299)))
+        assertThrowsKind(.tooLarge) { () throws(VipsError) in try narrow.decode(.data(data), size: .maxPixelSize(50)) }
+    }
+
+    func testTruncatedAndCorruptFilesFailTypedWhenStrictAndDecodeAsLibvipsWhenLenient() throws {
+        let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 41, format: .png())
+        let half = Data(data.prefix(data.count / 2))
+        XCTAssertEqual(strict.pngRoute(.data(half)), .direct, "the header is whole")
+        assertThrowsKind(.truncatedData) { () throws(VipsError) in try strict.decode(.data(half), size: .maxPixelSize(64)) }
+        // Lenient: what libvips makes of it, exactly (the damaged file is handed to it).
+        XCTAssertNil(try fast.decodePNGDirectly(.data(half), box: (64, 64), scale: 1, allowUpscale: false))
+        XCTAssertEqual(try fast.decode(.data(half), size: .maxPixelSize(64)).bytes,
+                       try libvipsFast.decode(.data(half), size: .maxPixelSize(64)).bytes)
+
+        // Garbage inside the image data: the chunk's CRC no longer matches.
+        var garbled = [UInt8](data)
+        let start = garbled.count / 2
+        for index in start..<(start + 300) { garbled[index] = UInt8(truncatingIfNeeded: index &* 131) }
+        let corrupt = Data(garbled)
+        assertThrowsKind(.corruptData) { () throws(VipsError) in try strict.decode(.data(corrupt), size: .maxPixelSize(64)) }
+        XCTAssertThrowsError(try libvipsStrict.decode(.data(corrupt), size: .maxPixelSize(64)), "libvips refuses it too")
+        let lenient = try fast.decode(.data(corrupt), size: .maxPixelSize(64))
+        XCTAssertEqual(lenient.bytes, try libvipsFast.decode(.data(corrupt), size: .maxPixelSize(64)).bytes)
+    }
+
+    func testHostileChunksGiveTypedErrorsOrBitmaps() throws {
+        let plain = try ImageSynthesizer.data(width: 64, height: 48, seed: 12, alpha: true, format: .png())
+        var generator = SplitMix64(seed: 15)
+        var inputs: [Data] = []
+        for (index, type) in ["eXIf", "iCCP", "tRNS", "acTL", "PLTE", "sBIT", "zTXt", "IHDR", "IDAT", "gAMA"].enumerated() {
+            for length in [0, 1, 6, 26, 300] {
+                var payload = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                if type == "eXIf", length >= 8 { payload.replaceSubrange(0..<4, with: index % 2 == 0 ? [0x4D, 0x4D, 0, 42] : [0x49, 0x49, 42, 0]) }
+                inputs.append(try Self.withChunk(type, payload, into: plain))
+            }
+        }
+        // Bytes flipped anywhere, then with every CRC made right again, so libspng reads the damage.
+        for _ in 0..<60 {
+            var bytes = [UInt8](plain)
+            for _ in 0..<4 {
+                let at = 8 + Int(generator.next() % UInt64(bytes.count - 8))
+                bytes[at] ^= UInt8(truncatingIfNeeded: generator.next() | 1)
+            }
+            inputs.append(Data(bytes))
+            inputs.append(Self.fixingCRCs(bytes))
+        }
+        for input in inputs {
+            _ = fast.pngRoute(.data(input))
+            for decoder in [fast, strict] {
+                do {
+                    let bitmap = try decoder.decode(.data(input), size: .maxPixelSize(32))
+                    XCTAssertTrue(bitmap.width <= 32 && bitmap.height <= 32 && (bitmap.channels == 3 || bitmap.channels == 4))
+                    XCTAssertEqual(bitmap.bytes.count, bitmap.width * bitmap.height * bitmap.channels)
+                } catch {
+                    XCTAssertFalse(error.message.isEmpty)
+                }
+            }
         }
     }
 
@@ -148,12 +287,17 @@ final class DirectPNGTests: XCTestCase {
         return Data(bytes[..<end] + chunk + bytes[end...])
     }
 
-    static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+    /// Chunks walked from the signature, each CRC recomputed (a walk that runs off the end stops).
+    static func fixingCRCs(_ png: [UInt8]) -> Data {
+        var bytes = png, at = 8
+        while at + 12 <= bytes.count {
+            let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let end = at + 8 + length
+            guard length >= 0, end + 4 <= bytes.count else { break }
+            let crc = crc32(Array(bytes[(at + 4)..<end]))
+            bytes.replaceSubrange(end..<(end + 4), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+            at = end + 4
         }
-        return ~crc
+        return Data(bytes)
     }
 }
