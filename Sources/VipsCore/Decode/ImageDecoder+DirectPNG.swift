@@ -13,11 +13,12 @@ import Foundation
 /// grey, RGB, palette, with alpha or tRNS (kept as alpha), no ICC profile or
 /// an sRGB one, gAMA/cHRM ignored (libvips ignores them too), orientation
 /// from an eXIf chunk before the image data (as libpng reads it), in fast
-/// mode, never upscaled. Interlaced (Adam7) and animated (APNG) files, other
-/// profiles, and anything libspng cannot read go to libvips, decided from
-/// the header. A file that turns out damaged mid-decode goes to libvips too
-/// in lenient mode (so a partial decode is libvips' own), and fails typed in
-/// strict mode.
+/// mode, never upscaled; an interlaced (Adam7) file is decoded whole first,
+/// as libvips does, within a budget. Animated (APNG) files, other profiles,
+/// larger interlaced files and anything libspng cannot read go to libvips,
+/// decided from the header. A file that turns out damaged mid-decode goes to
+/// libvips too in lenient mode (so a partial decode is libvips' own), and
+/// fails typed in strict mode.
 extension ImageDecoder {
     /// Which path a PNG takes, and why when it is libvips.
     enum PNGRoute: Equatable {
@@ -27,6 +28,9 @@ extension ImageDecoder {
 
     /// The most memory the direct path's shrink may hold; a larger residual reduce streams through libvips.
     static let directPNGWorkingLimit = 24 << 20
+
+    /// The largest interlaced PNG (decoded bytes) the direct path decodes whole; larger ones go to libvips.
+    static let directPNGInterlacedLimit = 48 << 20
 
     /// The route `decode` takes for a PNG input, for tests and diagnostics.
     func pngRoute(_ input: ImageInput, size: TargetSize = .maxPixelSize(256), scale: Double = 1,
@@ -41,7 +45,14 @@ extension ImageDecoder {
         guard options.shrinkOnLoad == .fast else { return .libvips("quality mode uses libvips' lanczos path") }
         guard !allowUpscale else { return .libvips("upscaling") }
         guard let header = reader.header else { return .libvips("header not understood by libspng") }
-        if header.interlaced { return .libvips("interlaced (Adam7)") }
+        if header.interlaced {
+            // Adam7 passes cannot be shrunk row by row: decoded whole, as libvips does, under a budget.
+            let pixelBytes = header.spngFormat.1 * (header.sixteenBit ? 2 : 1)
+            let (bytes, overflow) = (header.width * pixelBytes).multipliedReportingOverflow(by: header.height)
+            if overflow || bytes > Self.directPNGInterlacedLimit {
+                return .libvips("interlaced (Adam7) over \(Self.directPNGInterlacedLimit >> 20) MiB decoded")
+            }
+        }
         if header.animated { return .libvips("animated (APNG)") }
         if let bytes = header.iccProfile, let profile = bytes.withUnsafeBytes({ ICCProfile($0) }), !profile.isSRGB {
             return .libvips("ICC profile is not sRGB")
@@ -99,9 +110,25 @@ extension ImageDecoder {
         let bytesPerSample = header.sixteenBit ? 2 : 1
         let (stride, overflow) = (header.width * bytesPerSample).multipliedReportingOverflow(by: decodedChannels)
         guard !overflow else { return nil }
-        var flags = Int32(SPNG_DECODE_PROGRESSIVE.rawValue)
+        var flags = header.interlaced ? 0 : Int32(SPNG_DECODE_PROGRESSIVE.rawValue)
         if header.hasTRNS { flags |= Int32(SPNG_DECODE_TRNS.rawValue) }
-        guard spng_decode_image(reader.context, nil, 0, format, flags) == 0 else { return nil }
+        // An interlaced image is decoded whole (the route keeps it under a budget), then read row by row.
+        var whole: UnsafeMutableRawPointer?
+        defer { g_free(whole) }
+        if header.interlaced {
+            let (size, overflow) = stride.multipliedReportingOverflow(by: header.height)
+            guard !overflow, let block = g_try_malloc(gsize(max(1, size))) else {
+                throw VipsError(.tooLarge, "\(label): cannot allocate \(size) bytes to deinterlace")
+            }
+            whole = block
+            let status = spng_decode_image(reader.context, block, size, format, flags)
+            if status != 0 {
+                guard options.strict else { return nil }
+                throw Self.pngFailure(status, label: label)
+            }
+        } else {
+            guard spng_decode_image(reader.context, nil, 0, format, flags) == 0 else { return nil }
+        }
 
         let plan = pngPlan(header, box: box)
         let outChannels = header.hasAlpha ? 4 : 3
@@ -115,7 +142,8 @@ extension ImageDecoder {
             : nil
         let target = pixels.pointer.assumingMemoryBound(to: UInt8.self)
         for y in 0..<header.height {
-            let status = spng_decode_row(reader.context, row, stride)
+            let row = whole.map { $0 + y * stride } ?? row
+            let status = whole == nil ? spng_decode_row(reader.context, row, stride) : 0
             // The last row ends the image (SPNG_EOI); anything else is damage.
             guard status == 0 || (status == Int32(SPNG_EOI.rawValue) && y == header.height - 1) else {
                 // Lenient: libvips decodes what is there, its own way. Strict: typed, as libvips' would be.
