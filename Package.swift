@@ -32,8 +32,16 @@ let package = Package(
             pkgConfig: "libwebpdemux",
             providers: [.apt(["libwebp-dev"])]
         ),
+        // libspng, for the direct PNG path: it returns error codes where libpng longjmps, and
+        // decodes row by row, so a large PNG is box-shrunk as it is read, never held whole.
+        .systemLibrary(
+            name: "CSPNG",
+            path: "CSPNG",
+            pkgConfig: "spng",
+            providers: [.apt(["libspng-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
-        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP"], path: "Sources/VipsCore"),
+        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.

@@ -304,9 +304,10 @@ def shards(files, count):
 
 
 def output_files(folder):
+    """The thumbnails written under `folder` (not `vipsload thumb`'s hidden `.vipsload-journal`)."""
     found = []
     for base, _, names in os.walk(folder):
-        found.extend(os.path.join(base, n) for n in names)
+        found.extend(os.path.join(base, n) for n in names if not n.startswith("."))
     return found
 
 

@@ -85,6 +85,7 @@ final class DocCoverageTests: XCTestCase {
             var arguments = ["-module-name", module, "-I", modules.path, "-I", Self.packageRoot.appendingPathComponent("CVipsShim").path,
                              "-I", Self.packageRoot.appendingPathComponent("CTurboJPEG").path,
                              "-I", Self.packageRoot.appendingPathComponent("CWebP").path,
+                             "-I", Self.packageRoot.appendingPathComponent("CSPNG").path,
                              "-target", "x86_64-unknown-linux-gnu", "-minimum-access-level", "public", "-output-dir", output.path]
             #if arch(arm64)
             arguments[arguments.firstIndex(of: "x86_64-unknown-linux-gnu")!] = "aarch64-unknown-linux-gnu"

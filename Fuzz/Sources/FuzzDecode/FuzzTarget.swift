@@ -8,7 +8,8 @@ import Foundation
 // header probe, thumbnail decode (lenient and strict, fast and quality
 // shrink-on-load), the direct libjpeg-turbo JPEG path (decode takes it for
 // plain JPEGs) and its header readers alone, the direct libwebp path (decode takes it for
-// still WebPs) and its container reader alone, the DC-only path for progressive
+// still WebPs) and its container reader alone, the direct libspng PNG path (through
+// decode and alone, with CRCs fixed up), the DC-only path for progressive
 // JPEGs (through decode and the filter alone), and in-memory resize.
 //
 // Besides "no crash", every run checks VipsCore's promises and traps when one
@@ -102,6 +103,60 @@ private func parseHeaders(_ data: Data) {
     }
 }
 
+/// The direct libspng PNG path on every input that starts like a PNG, whatever libvips would
+/// say of it, on the bytes as they are and with every chunk's CRC made right (so libspng reads
+/// the mutated chunks instead of refusing the first bad CRC). Lenient and strict, a thumbnail
+/// and full size. A direct bitmap must be well-formed and, where libvips also decodes the
+/// input, of the same size; a strict failure must be truncation, corruption or a limit.
+private func directPNG(_ data: Data) {
+    guard data.starts(with: [0x89, 0x50, 0x4E, 0x47]) else { return }
+    for bytes in [data, fixingPNGCRCs(data)] {
+        let input = ImageInput.data(bytes)
+        _ = lenient.pngRoute(input)
+        for (decoder, name) in [(lenient, "lenient"), (strict, "strict")] {
+            for box in [(64, 64), (4096, 4096)] {
+                do {
+                    guard let bitmap = try decoder.decodePNGDirectly(input, box: box, scale: 1, allowUpscale: false) else { continue }
+                    check(bitmap, fits: box.0, "direct PNG \(name) \(box.0)")
+                    var reference = decoder
+                    reference.usesDirectPaths = false
+                    if let other = try? reference.decode(input, size: .maxPixelSize(box.0)),
+                       [other.width, other.height, other.channels] != [bitmap.width, bitmap.height, bitmap.channels] {
+                        violated("direct PNG \(name) gave \(bitmap.width)×\(bitmap.height)×\(bitmap.channels), "
+                                 + "libvips \(other.width)×\(other.height)×\(other.channels)")
+                    }
+                } catch {
+                    guard [.truncatedData, .corruptData, .tooLarge].contains(error.kind) else {
+                        violated("direct PNG \(name) failed with \(error.kind): \(error.message)")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The bytes with each chunk's CRC recomputed, walking from the signature (stops at a chunk that runs off the end).
+private func fixingPNGCRCs(_ data: Data) -> Data {
+    var bytes = [UInt8](data), at = 8
+    while at + 12 <= bytes.count {
+        let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        let end = at + 8 + length
+        guard end + 4 <= bytes.count else { break }
+        var crc: UInt32 = 0xFFFF_FFFF
+        for index in (at + 4)..<end { crc = crcTable[Int((crc ^ UInt32(bytes[index])) & 0xFF)] ^ (crc >> 8) }
+        crc = ~crc
+        bytes.replaceSubrange(end..<(end + 4), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+        at = end + 4
+    }
+    return Data(bytes)
+}
+
+private let crcTable: [UInt32] = (0..<256).map { index in
+    var crc = UInt32(index)
+    for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+    return crc
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     decodeAll(bytes, count)
@@ -114,6 +169,7 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
     filterProgressiveJPEG(data)
     parseHeaders(data)
+    directPNG(data)
     let input = ImageInput.data(data)
     let sniffed = ImageFormat.sniff(data)
 

@@ -32,6 +32,10 @@ enum SeedCorpus {
         Seed(name: "grey16.png", width: 24, height: 24, format: .png(sixteenBit: true, grey: true)),
         Seed(name: "palette.png", width: 32, height: 24, format: .png(palette: true)),
         Seed(name: "interlaced.png", width: 33, height: 17, format: .png(interlaced: true)),
+        // The direct PNG path's other layouts: grey + alpha, 16-bit RGBA, palette with tRNS.
+        Seed(name: "grey-alpha.png", width: 30, height: 20, alpha: true, format: .png(grey: true)),
+        Seed(name: "rgba16.png", width: 20, height: 30, alpha: true, format: .png(sixteenBit: true)),
+        Seed(name: "palette-trns.png", width: 32, height: 24, alpha: true, format: .png(palette: true)),
         Seed(name: "lossy.webp", width: 64, height: 48, format: .webp(quality: 50)),
         Seed(name: "lossless-alpha.webp", width: 32, height: 32, alpha: true, format: .webp(lossless: true)),
         // The direct WebP path's routes: lossy alpha (ALPH chunk), EXIF orientation, an sRGB profile (direct), P3 (libvips).

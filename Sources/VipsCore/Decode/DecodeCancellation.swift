@@ -15,7 +15,8 @@ import Dispatch
 ///
 /// How it stops a decode: every libvips image the decode makes is marked
 /// killed (`vips_image_set_kill`), so the next region libvips computes for it
-/// fails, and the decode checks between the strips it copies out. Both happen
+/// fails, and the decode checks between the strips it copies out (the direct
+/// PNG path between the rows it reads). Both happen
 /// many times per image, so a decode of a large image stops within a few
 /// milliseconds of work.
 ///

@@ -59,6 +59,10 @@ public struct ImageDecoder: Sendable {
            let bitmap = try decodeWebPDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
             return bitmap
         }
+        if format == .png, usesDirectPaths,
+           let bitmap = try decodePNGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            return bitmap
+        }
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, loader: loader, label: label)

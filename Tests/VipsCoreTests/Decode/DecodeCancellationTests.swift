@@ -111,4 +111,18 @@ final class DecodeCancellationTests: XCTestCase {
         }
         XCTAssertTrue(inner.isCancelled, "the inner run was stopped with the outer one")
     }
+
+    /// The direct PNG path checks between the rows it reads: a time limit
+    /// stops it among the source's 3,000 rows (the libvips path would name
+    /// the thumbnail's 192).
+    func testTheDirectPNGPathStopsBetweenRows() throws {
+        let png = try ImageSynthesizer.data(width: 4000, height: 3000, seed: 8, format: .png())
+        XCTAssertThrowsError(try DecodeCancellation().run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
+            try ImageDecoder().decode(.data(png), size: thumbnail)
+        }) { error in
+            let error = error as? VipsError
+            XCTAssertEqual(error?.kind, .timedOut, "\(String(describing: error))")
+            XCTAssertTrue(error?.message.contains(" of 3000 rows") ?? false, error?.message ?? "")
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import CVipsShim
 import Foundation
 import XCTest
+@testable import VipsCore
 @_spi(Testing) import VipsCore
 
 /// Every byte is hostile: files that lie about their size, bombs, truncated and
@@ -288,6 +289,33 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(thumbnail?.width, 100)
         XCTAssertEqual(thumbnail?.pixel(x: 50, y: 50), [0, 0, 0])
         HostileFiles.assertPeakMemory(growth, below: 100 << 20, "10000² zero png, 300 MB of pixels")
+    }
+
+    func testDirectPNGPathStreamsABombAndFailsTypedOnItsDamage() throws {
+        // 8000² RGB zeros (192 MB of pixels from under 1 MB): the direct libspng path box-shrinks
+        // it row by row, never holding the image.
+        let side = 8_000
+        let bomb = HostileFiles.png(width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
+        XCTAssertEqual(decoder.pngRoute(.data(bomb), size: .maxPixelSize(100)), .direct)
+        var thumbnail: Bitmap?
+        let growth = try HostileFiles.peakMemoryGrowth {
+            thumbnail = try decoder.decodePNGDirectly(.data(bomb), box: (100, 100), scale: 1, allowUpscale: false)
+        }
+        XCTAssertEqual(thumbnail?.width, 100)
+        XCTAssertEqual(thumbnail?.pixel(x: 50, y: 50), [0, 0, 0])
+        HostileFiles.assertPeakMemory(growth, below: 40 << 20, "8000² zero png on the direct path")
+        // Cut short: strict fails typed (as truncation), lenient hands it to libvips, which decodes what is there.
+        let cut = Data(bomb.prefix(bomb.count / 2))
+        HostileFiles.assertFails([.truncatedData], "8000² png cut in half, strict") { () throws(VipsError) in
+            try strictDecoder.decode(.data(cut), size: .maxPixelSize(64))
+        }
+        XCTAssertNil(try decoder.decodePNGDirectly(.data(cut), box: (64, 64), scale: 1, allowUpscale: false))
+        HostileFiles.assertValid(try decoder.decode(.data(cut), size: .maxPixelSize(64)), fits: .maxPixelSize(64), "lenient cut")
+        // An IHDR beyond the limits fails from the header on the direct path too, before any row.
+        let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 1_000_000)))
+        HostileFiles.assertFails([.tooLarge], "8000² png, 1 MP limit") { () throws(VipsError) in
+            _ = try tight.decodePNGDirectly(.data(bomb), box: (64, 64), scale: 1, allowUpscale: false)
+        }
     }
 
     /// Asserts that every entry point refuses `bomb` with one of `kinds`, and that

@@ -1,0 +1,317 @@
+import Foundation
+import XCTest
+@testable import VipsCore
+@_spi(Testing) import VipsCore
+
+/// The direct libspng path: which PNGs take it (decided from the header),
+/// and that what it returns is what the libvips path returns.
+final class DirectPNGTests: XCTestCase {
+    let fast = ImageDecoder()
+    var libvipsFast: ImageDecoder {
+        var decoder = ImageDecoder()
+        decoder.usesDirectPaths = false
+        return decoder
+    }
+    let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
+    let strict = ImageDecoder(options: DecodeOptions(strict: true))
+    var libvipsStrict: ImageDecoder {
+        var decoder = strict
+        decoder.usesDirectPaths = false
+        return decoder
+    }
+
+    /// Every kind of PNG the direct path takes, as (label, bytes).
+    func directKinds(width: Int = 300, height: Int = 200, seed: Int = 1) throws -> [(String, Data)] {
+        var kinds: [(String, Data)] = []
+        for alpha in [false, true] {
+            let suffix = alpha ? " + alpha" : ""
+            kinds.append(("RGB\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha, format: .png())))
+            kinds.append(("grey\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
+                                                                     format: .png(grey: true))))
+            kinds.append(("16-bit RGB\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
+                                                                           format: .png(sixteenBit: true))))
+            kinds.append(("16-bit grey\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
+                                                                            format: .png(sixteenBit: true, grey: true))))
+            kinds.append(("palette\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
+                                                                        format: .png(palette: true))))
+            kinds.append(("interlaced\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
+                                                                           format: .png(interlaced: true))))
+        }
+        return kinds
+    }
+
+    // MARK: - Routes
+
+    func testPlainPNGsTakeTheDirectPath() throws {
+        for (label, data) in try directKinds() {
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct, label)
+        }
+        let srgb = try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "srgb", format: .png())
+        XCTAssertEqual(fast.pngRoute(.data(srgb)), .direct, "an sRGB profile")
+        XCTAssertEqual(fast.pngRoute(.data(try Self.withChunk("eXIf", Self.orientationEXIF(6), into: srgb))), .direct, "eXIf")
+    }
+
+    func testEverythingElseIsSentToLibvipsFromTheHeader() throws {
+        let plain = try ImageSynthesizer.data(width: 120, height: 80, format: .png())
+        XCTAssertEqual(quality.pngRoute(.data(plain)), .libvips("quality mode uses libvips' lanczos path"))
+        XCTAssertEqual(fast.pngRoute(.data(plain), allowUpscale: true), .libvips("upscaling"))
+        // Interlaced beyond the budget for decoding it whole (from the IHDR alone).
+        let interlaced = Self.png(width: 5000, height: 4000, interlaced: true)
+        XCTAssertEqual(fast.pngRoute(.data(interlaced)), .libvips("interlaced (Adam7) over 48 MiB decoded"))
+        XCTAssertEqual(fast.pngRoute(.data(Self.png(width: 2000, height: 1500, interlaced: true))), .direct)
+        let p3 = try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "p3", format: .png())
+        XCTAssertEqual(fast.pngRoute(.data(p3)), .libvips("ICC profile is not sRGB"))
+        // An acTL chunk (APNG): libvips decides what it shows.
+        let animated = try Self.withChunk("acTL", [0, 0, 0, 1, 0, 0, 0, 0], into: plain)
+        XCTAssertEqual(fast.pngRoute(.data(animated)), .libvips("animated (APNG)"))
+        XCTAssertEqual(fast.pngRoute(.data(Data(plain.prefix(20)))), .libvips("header not understood by libspng"))
+        // A reduce too large to hold: streamed by libvips.
+        let wide = try ImageSynthesizer.data(width: 4000, height: 3000, format: .png())
+        guard case .libvips(let reason) = fast.pngRoute(.data(wide), size: .maxPixelSize(3500)) else {
+            return XCTFail("a 4000×3000 → 3500 reduce is streamed by libvips")
+        }
+        XCTAssertTrue(reason.hasPrefix("residual reduce needs"), reason)
+        XCTAssertEqual(fast.pngRoute(.data(wide), size: .maxPixelSize(256)), .direct, "while a thumbnail of it is not")
+    }
+
+    func testRoutedToLibvipsStillDecodeAsBefore() throws {
+        let p3 = try ImageSynthesizer.data(width: 300, height: 200, seed: 5, iccProfile: "p3", format: .png())
+        let animated = try Self.withChunk("acTL", [0, 0, 0, 1, 0, 0, 0, 0],
+                                          into: try ImageSynthesizer.data(width: 300, height: 200, seed: 5, format: .png()))
+        for data in [p3, animated] {
+            let decoded = try fast.decode(.data(data), size: .maxPixelSize(100))
+            let reference = try libvipsFast.decode(.data(data), size: .maxPixelSize(100))
+            XCTAssertEqual(decoded.bytes, reference.bytes, "the same libvips decode")
+        }
+    }
+
+    // MARK: - Pixels and sizes
+
+    func testSizesAreTodaysFastModeAndPixelsMatchTheLibvipsPath() throws {
+        for (width, height) in [(300, 200), (97, 33)] {
+            for (label, data) in try directKinds(width: width, height: height, seed: width) {
+                for size in [TargetSize.maxPixelSize(256), .maxPixelSize(100), .fit(width: 50, height: 37), .maxPixelSize(8),
+                             .original, .maxPixelSize(2000)] {
+                    let what = "\(width)×\(height) \(label) → \(size)"
+                    XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false),
+                                    "\(what): decoded on the direct path, not handed back to libvips")
+                    let direct = try fast.decode(.data(data), size: size)
+                    let viaLibvips = try libvipsFast.decode(.data(data), size: size)
+                    XCTAssertEqual([direct.width, direct.height, direct.channels],
+                                   [viaLibvips.width, viaLibvips.height, viaLibvips.channels], what)
+                    guard direct.width == viaLibvips.width, direct.height == viaLibvips.height,
+                          direct.channels == viaLibvips.channels else { continue }
+                    let (mean, maximum) = difference(direct, viaLibvips)
+                    XCTAssertLessThanOrEqual(mean, 1.0, "\(what): mean")
+                    XCTAssertLessThanOrEqual(maximum, 16, "\(what): max")
+                }
+            }
+        }
+    }
+
+    func testPhotographicPNGsMatchTheLibvipsPath() throws {
+        // The benchmark corpus' kind: 2000×1500 photos, with and without alpha.
+        for alpha in [false, true] {
+            let data = try ImageSynthesizer.data(width: 2000, height: 1500, seed: 9, alpha: alpha, format: .png())
+            let direct = try fast.decode(.data(data), size: .maxPixelSize(256))
+            let viaLibvips = try libvipsFast.decode(.data(data), size: .maxPixelSize(256))
+            XCTAssertEqual([direct.width, direct.height, direct.channels], [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
+            let (mean, maximum) = difference(direct, viaLibvips)
+            XCTAssertLessThanOrEqual(mean, 1.0, "alpha \(alpha)")
+            XCTAssertLessThanOrEqual(maximum, 16, "alpha \(alpha)")
+        }
+    }
+
+    func testTransparencyChunksBecomeAlphaAsInLibvips() throws {
+        // A colour key on RGB and on grey (tRNS), and a palette with alpha entries (PLTE + tRNS).
+        let rgb = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png())
+        let grey = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png(grey: true))
+        let palette = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, alpha: true, format: .png(palette: true))
+        let keyed: [(String, Data)] = [
+            ("RGB + tRNS", try Self.withChunk("tRNS", [0, 128, 0, 128, 0, 128], into: rgb)),
+            ("grey + tRNS", try Self.withChunk("tRNS", [0, 128], into: grey)),
+            ("palette + tRNS", palette),
+        ]
+        for (label, data) in keyed {
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct, label)
+            XCTAssertEqual(try ImageDecoder.withPNGReader(.data(data), strict: false) { $0.header?.hasTRNS }, true, label)
+            for size in [TargetSize.maxPixelSize(100), .original] {
+                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false), label)
+                let direct = try fast.decode(.data(data), size: size)
+                let viaLibvips = try libvipsFast.decode(.data(data), size: size)
+                XCTAssertEqual(direct.channels, 4, "\(label): alpha kept")
+                XCTAssertEqual([direct.width, direct.height, direct.channels], [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
+                guard direct.bytes.count == viaLibvips.bytes.count else { continue }
+                let (mean, maximum) = difference(direct, viaLibvips)
+                XCTAssertLessThanOrEqual(mean, 1.0, "\(label) \(size)")
+                XCTAssertLessThanOrEqual(maximum, 16, "\(label) \(size)")
+            }
+        }
+    }
+
+    func testEveryEXIFOrientationAsLibvipsReadsIt() throws {
+        let plain = try ImageSynthesizer.data(width: 320, height: 200, seed: 70, marker: true, format: .png())
+        for orientation in 1...8 {
+            let data = try Self.withChunk("eXIf", Self.orientationEXIF(UInt8(orientation)), into: plain)
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
+            XCTAssertEqual(try fast.info(.data(data)).orientation, orientation, "libvips reads the same chunk")
+            for size in [TargetSize.maxPixelSize(80), .original] {
+                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false))
+                let direct = try fast.decode(.data(data), size: size)
+                let viaLibvips = try libvipsFast.decode(.data(data), size: size)
+                XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
+                XCTAssertEqual(direct.width > direct.height, orientation < 5, "upright, orientation \(orientation)")
+                XCTAssertEqual(direct.source?.info.orientation, orientation)
+                guard direct.width == viaLibvips.width, direct.height == viaLibvips.height else { continue }
+                XCTAssertLessThan(direct.meanAbsoluteDifference(to: viaLibvips), 1.0, "orientation \(orientation) \(size)")
+            }
+        }
+    }
+
+    func testGammaAndChromaticityChunksAreIgnoredAsLibvipsDoes() throws {
+        let plain = try ImageSynthesizer.data(width: 200, height: 150, seed: 31, format: .png())
+        // gAMA 1/1.0 (linear) and a cHRM with odd primaries: libvips 8.14 applies neither.
+        let gamma = try Self.withChunk("gAMA", [0, 1, 0x86, 0xA0], into: plain)
+        let chromaticity = try Self.withChunk("cHRM", [UInt8](repeating: 0, count: 24).enumerated().map { UInt8(($0.offset * 37) & 0x7F) },
+                                              into: gamma)
+        for data in [gamma, chromaticity] {
+            XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
+            let direct = try fast.decode(.data(data), size: .maxPixelSize(100))
+            XCTAssertEqual(direct.bytes, try fast.decode(.data(plain), size: .maxPixelSize(100)).bytes, "pixels as without the chunk")
+            XCTAssertLessThanOrEqual(difference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
+        }
+    }
+
+    func testFilesDecodeLikeTheSameBytesInMemory() throws {
+        let folder = try TemporaryFolder()
+        for (label, data) in try directKinds(width: 200, height: 120, seed: 4) {
+            let path = try folder.write(data, named: "image.png")
+            XCTAssertEqual(fast.pngRoute(.file(path)), .direct, label)
+            XCTAssertEqual(try fast.decode(.file(path), size: .maxPixelSize(64)).bytes,
+                           try fast.decode(.data(data), size: .maxPixelSize(64)).bytes, label)
+        }
+    }
+
+    // MARK: - Errors and limits
+
+    func testLimitsAreCheckedFromTheHeaderBeforeAnyPixel() throws {
+        let data = try ImageSynthesizer.data(width: 300, height: 200, format: .png())
+        let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 300 * 200 - 1)))
+        XCTAssertEqual(tight.pngRoute(.data(data)), .direct)
+        assertThrowsKind(.tooLarge) { () throws(VipsError) in try tight.decode(.data(data), size: .maxPixelSize(50)) }
+        let narrow = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxDimension: 299)))
+        assertThrowsKind(.tooLarge) { () throws(VipsError) in try narrow.decode(.data(data), size: .maxPixelSize(50)) }
+    }
+
+    func testTruncatedAndCorruptFilesFailTypedWhenStrictAndDecodeAsLibvipsWhenLenient() throws {
+        let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 41, format: .png())
+        let half = Data(data.prefix(data.count / 2))
+        XCTAssertEqual(strict.pngRoute(.data(half)), .direct, "the header is whole")
+        assertThrowsKind(.truncatedData) { () throws(VipsError) in try strict.decode(.data(half), size: .maxPixelSize(64)) }
+        // Lenient: what libvips makes of it, exactly (the damaged file is handed to it).
+        XCTAssertNil(try fast.decodePNGDirectly(.data(half), box: (64, 64), scale: 1, allowUpscale: false))
+        XCTAssertEqual(try fast.decode(.data(half), size: .maxPixelSize(64)).bytes,
+                       try libvipsFast.decode(.data(half), size: .maxPixelSize(64)).bytes)
+
+        // Garbage inside the image data: the chunk's CRC no longer matches.
+        var garbled = [UInt8](data)
+        let start = garbled.count / 2
+        for index in start..<(start + 300) { garbled[index] = UInt8(truncatingIfNeeded: index &* 131) }
+        let corrupt = Data(garbled)
+        assertThrowsKind(.corruptData) { () throws(VipsError) in try strict.decode(.data(corrupt), size: .maxPixelSize(64)) }
+        XCTAssertThrowsError(try libvipsStrict.decode(.data(corrupt), size: .maxPixelSize(64)), "libvips refuses it too")
+        let lenient = try fast.decode(.data(corrupt), size: .maxPixelSize(64))
+        XCTAssertEqual(lenient.bytes, try libvipsFast.decode(.data(corrupt), size: .maxPixelSize(64)).bytes)
+    }
+
+    func testHostileChunksGiveTypedErrorsOrBitmaps() throws {
+        let plain = try ImageSynthesizer.data(width: 64, height: 48, seed: 12, alpha: true, format: .png())
+        var generator = SplitMix64(seed: 15)
+        var inputs: [Data] = []
+        for (index, type) in ["eXIf", "iCCP", "tRNS", "acTL", "PLTE", "sBIT", "zTXt", "IHDR", "IDAT", "gAMA"].enumerated() {
+            for length in [0, 1, 6, 26, 300] {
+                var payload = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                if type == "eXIf", length >= 8 { payload.replaceSubrange(0..<4, with: index % 2 == 0 ? [0x4D, 0x4D, 0, 42] : [0x49, 0x49, 42, 0]) }
+                inputs.append(try Self.withChunk(type, payload, into: plain))
+            }
+        }
+        // Bytes flipped anywhere, then with every CRC made right again, so libspng reads the damage.
+        for _ in 0..<60 {
+            var bytes = [UInt8](plain)
+            for _ in 0..<4 {
+                let at = 8 + Int(generator.next() % UInt64(bytes.count - 8))
+                bytes[at] ^= UInt8(truncatingIfNeeded: generator.next() | 1)
+            }
+            inputs.append(Data(bytes))
+            inputs.append(Self.fixingCRCs(bytes))
+        }
+        for input in inputs {
+            _ = fast.pngRoute(.data(input))
+            for decoder in [fast, strict] {
+                do {
+                    let bitmap = try decoder.decode(.data(input), size: .maxPixelSize(32))
+                    XCTAssertTrue(bitmap.width <= 32 && bitmap.height <= 32 && (bitmap.channels == 3 || bitmap.channels == 4))
+                    XCTAssertEqual(bitmap.bytes.count, bitmap.width * bitmap.height * bitmap.channels)
+                } catch {
+                    XCTAssertFalse(error.message.isEmpty)
+                }
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    func difference(_ a: Bitmap, _ b: Bitmap) -> (mean: Double, max: Int) {
+        let x = a.bytes, y = b.bytes
+        var total = 0, maximum = 0
+        for index in x.indices {
+            let d = abs(Int(x[index]) - Int(y[index]))
+            total += d
+            maximum = max(maximum, d)
+        }
+        return (Double(total) / Double(max(1, x.count)), maximum)
+    }
+
+    /// An 8-bit RGB PNG header (and an empty image data stream): enough for a route.
+    static func png(width: Int, height: Int, interlaced: Bool) -> Data {
+        func chunk(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + payload
+            return bigEndian(UInt32(payload.count)) + body + bigEndian(crc32(body))
+        }
+        let ihdr = bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, interlaced ? 1 : 0]
+        return Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", [0x78, 0x9C, 3, 0, 0, 0, 0, 1])
+                    + chunk("IEND", []))
+    }
+
+    /// A big-endian TIFF structure holding only an orientation tag.
+    static func orientationEXIF(_ orientation: UInt8) -> [UInt8] {
+        [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, orientation, 0, 0, 0, 0, 0, 0]
+    }
+
+    /// `png` with a chunk inserted right after IHDR (its CRC computed).
+    static func withChunk(_ type: String, _ payload: [UInt8], into png: Data) throws -> Data {
+        let bytes = [UInt8](png)
+        // Signature (8) + IHDR (4 length + 4 type + 13 data + 4 CRC).
+        let end = 8 + 25
+        guard bytes.count > end else { throw VipsError(.invalidArgument, "not a PNG") }
+        let body = Array(type.utf8) + payload
+        let length = UInt32(payload.count), crc = crc32(body)
+        let chunk = [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
+            + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
+        return Data(bytes[..<end] + chunk + bytes[end...])
+    }
+
+    /// Chunks walked from the signature, each CRC recomputed (a walk that runs off the end stops).
+    static func fixingCRCs(_ png: [UInt8]) -> Data {
+        var bytes = png, at = 8
+        while at + 12 <= bytes.count {
+            let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let end = at + 8 + length
+            guard length >= 0, end + 4 <= bytes.count else { break }
+            let crc = crc32(Array(bytes[(at + 4)..<end]))
+            bytes.replaceSubrange(end..<(end + 4), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+            at = end + 4
+        }
+        return Data(bytes)
+    }
+}
