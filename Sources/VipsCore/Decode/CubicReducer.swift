@@ -112,30 +112,50 @@ enum CubicReducer {
         verticalWeights.withUnsafeBufferPointer { weights in
             guard let weights = weights.baseAddress else { return }
             let taps = vertical.count
-            let stride = outValues * floatSize
             for y in 0..<outHeight {
                 let w = weights + y * taps
                 let first = UnsafeRawPointer(intermediate + vertical.start[y] * outValues)
                 let target = output + y * outValues
-                var i = 0
-                while i + 16 <= outValues {
-                    var sum = SIMD16<Float>(repeating: bias)
-                    var source = first + i * floatSize
-                    for k in 0..<taps {
-                        sum += source.loadUnaligned(as: SIMD16<Float>.self) * w[k]
-                        source += stride
-                    }
-                    let bytes = Self.bytes(sum)
-                    UnsafeMutableRawPointer(target + i).storeBytes(of: bytes, as: SIMD16<UInt8>.self)
-                    i += 16
-                }
-                while i < outValues {
-                    var sum = bias
-                    for k in 0..<taps { sum += w[k] * first.load(fromByteOffset: k * stride + i * floatSize, as: Float.self) }
-                    target[i] = UInt8(min(255, max(0, sum.rounded(.toNearestOrEven))))
-                    i += 1
+                switch taps {
+                case 4: verticalRow(Taps4.self, first: first, values: outValues, weights: w, into: target)
+                case 5: verticalRow(Taps5.self, first: first, values: outValues, weights: w, into: target)
+                case 6: verticalRow(Taps6.self, first: first, values: outValues, weights: w, into: target)
+                case 7: verticalRow(Taps7.self, first: first, values: outValues, weights: w, into: target)
+                case 8: verticalRow(Taps8.self, first: first, values: outValues, weights: w, into: target)
+                default: verticalRow(count: taps, first: first, values: outValues, weights: w, into: target)
                 }
             }
+        }
+    }
+
+    /// One output row of the vertical pass with `Count.value` taps.
+    @inline(__always)
+    static func verticalRow<Count: TapCount>(_: Count.Type, first: UnsafeRawPointer, values: Int,
+                                             weights: UnsafePointer<Float>, into target: UnsafeMutablePointer<UInt8>) {
+        verticalRow(count: Count.value, first: first, values: values, weights: weights, into: target)
+    }
+
+    /// One output row of the vertical pass: `values` sums over `count` rows of floats from
+    /// `first` (one row apart), rounded to bytes.
+    @inline(__always)
+    static func verticalRow(count: Int, first: UnsafeRawPointer, values: Int, weights: UnsafePointer<Float>,
+                            into target: UnsafeMutablePointer<UInt8>) {
+        let stride = values * MemoryLayout<Float>.stride
+        var i = 0
+        while i + 16 <= values {
+            var sum = SIMD16<Float>(repeating: bias)
+            let source = first + i * MemoryLayout<Float>.stride
+            for k in 0..<count {
+                sum += source.loadUnaligned(fromByteOffset: k &* stride, as: SIMD16<Float>.self) * weights[k]
+            }
+            UnsafeMutableRawPointer(target + i).storeBytes(of: bytes(sum), as: SIMD16<UInt8>.self)
+            i += 16
+        }
+        while i < values {
+            var sum = bias
+            for k in 0..<count { sum += weights[k] * first.load(fromByteOffset: k * stride + i * MemoryLayout<Float>.stride, as: Float.self) }
+            target[i] = UInt8(min(255, max(0, sum.rounded(.toNearestOrEven))))
+            i += 1
         }
     }
 
@@ -209,7 +229,7 @@ enum CubicReducer {
     @inline(__always)
     static func bytes(_ sum: SIMD16<Float>) -> SIMD16<UInt8> {
         // In halves: the stdlib's `clamped` is inlined for eight lanes, not for sixteen.
-        func half(_ sum: SIMD8<Float>) -> SIMD8<UInt8> {
+        @inline(__always) func half(_ sum: SIMD8<Float>) -> SIMD8<UInt8> {
             let shifted = unsafeBitCast(sum + SIMD8(repeating: magic), to: SIMD8<Int32>.self)
             let integer = (shifted &- SIMD8(repeating: Int32(bitPattern: magicBits))).clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
             return SIMD8<UInt8>(truncatingIfNeeded: integer)
