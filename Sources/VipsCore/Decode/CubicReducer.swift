@@ -72,6 +72,23 @@ enum CubicReducer {
     /// 32-bit lane multiplies baseline x86-64 lacks.
     static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
                        into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
+        // The intermediate image and one input row, as floats, each with a float of slack
+        // for the four-wide loads and stores; from this thread's reused scratch memory.
+        let floats = outWidth * 3 * height + 1 + width * 3 + 1
+        let done: Void? = ScratchMemory.withMemory(floats * MemoryLayout<Float>.stride) { scratch in
+            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight,
+                   scratch: scratch.bindMemory(to: Float.self, capacity: floats))
+        }
+        if done == nil {
+            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: floats)
+            defer { scratch.deallocate() }
+            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight, scratch: scratch)
+        }
+    }
+
+    private static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
+                               into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int,
+                               scratch: UnsafeMutablePointer<Float>) {
         let horizontal = taps(input: width, output: outWidth)
         let vertical = taps(input: height, output: outHeight)
         let unit = 1 / Float(Int32(1) << precision)
@@ -80,12 +97,9 @@ enum CubicReducer {
         let verticalWeights = vertical.weights.map { Float($0) * unit }
         let (inValues, outValues) = (width * 3, outWidth * 3)
         let floatSize = MemoryLayout<Float>.stride
-        // The horizontal pass's 8-bit results (as floats) for the vertical pass, and one
-        // input row as floats; each with a float of slack for the four-wide loads and stores.
-        let intermediate = UnsafeMutablePointer<Float>.allocate(capacity: outValues * height + 1)
-        defer { intermediate.deallocate() }
-        let row = UnsafeMutablePointer<Float>.allocate(capacity: inValues + 1)
-        defer { row.deallocate() }
+        // The horizontal pass's 8-bit results (as floats) for the vertical pass, then one input row.
+        let intermediate = scratch
+        let row = scratch + outValues * height + 1
         row[inValues] = 0
         let count = horizontal.count
         // Where each output pixel's taps start in `row`, in bytes.
