@@ -64,75 +64,202 @@ enum CubicReducer {
     }
 
     /// Reduces `width`×`height` RGB pixels to `outWidth`×`outHeight` (each no larger) into `output`.
+    ///
+    /// The sums are done in `Float` with the fixed-point weights (each a
+    /// multiple of 2⁻¹⁴): every product and every partial sum of 8-bit values
+    /// is then a multiple of 2⁻¹⁴ below 2¹⁰, which a `Float` holds exactly, so
+    /// the result is bit for bit the 14-bit integer arithmetic's, without the
+    /// 32-bit lane multiplies baseline x86-64 lacks.
     static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
                        into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
+        // The intermediate image and one input row, as floats, each with a float of slack
+        // for the four-wide loads and stores; from this thread's reused scratch memory.
+        let floats = outWidth * 3 * height + 1 + width * 3 + 1
+        let done: Void? = ScratchMemory.withMemory(floats * MemoryLayout<Float>.stride) { scratch in
+            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight,
+                   scratch: scratch.bindMemory(to: Float.self, capacity: floats))
+        }
+        if done == nil {
+            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: floats)
+            defer { scratch.deallocate() }
+            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight, scratch: scratch)
+        }
+    }
+
+    private static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
+                               into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int,
+                               scratch: UnsafeMutablePointer<Float>) {
         let horizontal = taps(input: width, output: outWidth)
         let vertical = taps(input: height, output: outHeight)
-        let rowBytes = outWidth * 3
-        let half = Int32(1) << (precision - 1)
-        // Only the input rows the vertical pass reads are reduced horizontally.
-        let intermediate = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes * height)
-        defer { intermediate.deallocate() }
+        let unit = 1 / Float(Int32(1) << precision)
+        // Horizontal weights already spread over the four lanes they multiply.
+        let horizontalWeights = horizontal.weights.map { SIMD4<Float>(repeating: Float($0) * unit) }
+        let verticalWeights = vertical.weights.map { Float($0) * unit }
+        let (inValues, outValues) = (width * 3, outWidth * 3)
+        let floatSize = MemoryLayout<Float>.stride
+        // The horizontal pass's 8-bit results (as floats) for the vertical pass, then one input row.
+        let intermediate = scratch
+        let row = scratch + outValues * height + 1
+        row[inValues] = 0
         let count = horizontal.count
-        horizontal.weights.withUnsafeBufferPointer { weights in
-            horizontal.start.withUnsafeBufferPointer { starts in
-                guard let weights = weights.baseAddress, let starts = starts.baseAddress else { return }
+        // Where each output pixel's taps start in `row`, in bytes.
+        let offsets = horizontal.start.map { $0 * 3 * floatSize }
+        horizontalWeights.withUnsafeBufferPointer { weights in
+            offsets.withUnsafeBufferPointer { offsets in
+                guard let weights = weights.baseAddress, let offsets = offsets.baseAddress else { return }
+                let base = UnsafeRawPointer(row)
                 for y in 0..<height {
-                    let source = input + y * width * 3
-                    var target = intermediate + y * rowBytes
-                    var w = weights
-                    for x in 0..<outWidth {
-                        var pixel = source + starts[x] * 3
-                        var r = half, g = half, b = half
-                        for k in 0..<count {
-                            let weight = w[k]
-                            r &+= weight &* Int32(pixel[0])
-                            g &+= weight &* Int32(pixel[1])
-                            b &+= weight &* Int32(pixel[2])
-                            pixel += 3
-                        }
-                        target[0] = clamp(r)
-                        target[1] = clamp(g)
-                        target[2] = clamp(b)
-                        target += 3
-                        w += count
+                    widen(input + y * inValues, count: inValues, into: row)
+                    let target = UnsafeMutableRawPointer(intermediate + y * outValues)
+                    // Fixed tap counts (a residual reduce of 1–2× takes 4 to 8) are unrolled.
+                    switch count {
+                    case 4: horizontalRow(Taps4.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 5: horizontalRow(Taps5.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 6: horizontalRow(Taps6.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 7: horizontalRow(Taps7.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 8: horizontalRow(Taps8.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    default: horizontalRow(count: count, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
                     }
                 }
             }
         }
-        vertical.weights.withUnsafeBufferPointer { weights in
+        verticalWeights.withUnsafeBufferPointer { weights in
             guard let weights = weights.baseAddress else { return }
             let taps = vertical.count
             for y in 0..<outHeight {
                 let w = weights + y * taps
-                let first = intermediate + vertical.start[y] * rowBytes
-                let target = output + y * rowBytes
-                // Eight values at a time in SIMD registers, the rest one by one.
-                var i = 0
-                while i + 8 <= rowBytes {
-                    var sum = SIMD8<Int32>(repeating: half)
-                    for k in 0..<taps {
-                        let row = UnsafeRawPointer(first + k * rowBytes + i).loadUnaligned(as: SIMD8<UInt8>.self)
-                        sum &+= SIMD8<Int32>(truncatingIfNeeded: row) &* w[k]
-                    }
-                    let clamped = (sum &>> precision).clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
-                    UnsafeMutableRawPointer(target + i).storeBytes(of: SIMD8<UInt8>(truncatingIfNeeded: clamped), as: SIMD8<UInt8>.self)
-                    i += 8
-                }
-                while i < rowBytes {
-                    var sum = half
-                    for k in 0..<taps { sum &+= w[k] &* Int32(first[k * rowBytes + i]) }
-                    target[i] = clamp(sum)
-                    i += 1
+                let first = UnsafeRawPointer(intermediate + vertical.start[y] * outValues)
+                let target = output + y * outValues
+                switch taps {
+                case 4: verticalRow(Taps4.self, first: first, values: outValues, weights: w, into: target)
+                case 5: verticalRow(Taps5.self, first: first, values: outValues, weights: w, into: target)
+                case 6: verticalRow(Taps6.self, first: first, values: outValues, weights: w, into: target)
+                case 7: verticalRow(Taps7.self, first: first, values: outValues, weights: w, into: target)
+                case 8: verticalRow(Taps8.self, first: first, values: outValues, weights: w, into: target)
+                default: verticalRow(count: taps, first: first, values: outValues, weights: w, into: target)
                 }
             }
         }
     }
 
+    /// One output row of the vertical pass with `Count.value` taps.
     @inline(__always)
-    static func clamp(_ sum: Int32) -> UInt8 {
-        UInt8(truncatingIfNeeded: min(255, max(0, sum >> precision)))
+    static func verticalRow<Count: TapCount>(_: Count.Type, first: UnsafeRawPointer, values: Int,
+                                             weights: UnsafePointer<Float>, into target: UnsafeMutablePointer<UInt8>) {
+        verticalRow(count: Count.value, first: first, values: values, weights: weights, into: target)
     }
+
+    /// One output row of the vertical pass: `values` sums over `count` rows of floats from
+    /// `first` (one row apart), rounded to bytes.
+    @inline(__always)
+    static func verticalRow(count: Int, first: UnsafeRawPointer, values: Int, weights: UnsafePointer<Float>,
+                            into target: UnsafeMutablePointer<UInt8>) {
+        let stride = values * MemoryLayout<Float>.stride
+        var i = 0
+        while i + 16 <= values {
+            var sum = SIMD16<Float>(repeating: bias)
+            let source = first + i * MemoryLayout<Float>.stride
+            for k in 0..<count {
+                sum += source.loadUnaligned(fromByteOffset: k &* stride, as: SIMD16<Float>.self) * weights[k]
+            }
+            UnsafeMutableRawPointer(target + i).storeBytes(of: bytes(sum), as: SIMD16<UInt8>.self)
+            i += 16
+        }
+        while i < values {
+            var sum = bias
+            for k in 0..<count { sum += weights[k] * first.load(fromByteOffset: k * stride + i * MemoryLayout<Float>.stride, as: Float.self) }
+            target[i] = UInt8(min(255, max(0, sum.rounded(.toNearestOrEven))))
+            i += 1
+        }
+    }
+
+    /// A tap count known when compiling, so the loop over the taps unrolls.
+    protocol TapCount { static var value: Int { get } }
+    enum Taps4: TapCount { static var value: Int { 4 } }
+    enum Taps5: TapCount { static var value: Int { 5 } }
+    enum Taps6: TapCount { static var value: Int { 6 } }
+    enum Taps7: TapCount { static var value: Int { 7 } }
+    enum Taps8: TapCount { static var value: Int { 8 } }
+
+    /// One row of the horizontal pass with `Count.value` taps per output pixel.
+    @inline(__always)
+    static func horizontalRow<Count: TapCount>(_: Count.Type, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
+                                               weights: UnsafePointer<SIMD4<Float>>, outWidth: Int,
+                                               into target: UnsafeMutableRawPointer) {
+        horizontalRow(count: Count.value, row: row, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+    }
+
+    /// One row of the horizontal pass: each output pixel sums `count` input pixels of `row`
+    /// (floats) from its offset, with its weights, and is stored rounded to 8 bits (as floats).
+    @inline(__always)
+    static func horizontalRow(count: Int, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
+                              weights: UnsafePointer<SIMD4<Float>>, outWidth: Int, into target: UnsafeMutableRawPointer) {
+        let pixelBytes = 3 * MemoryLayout<Float>.stride
+        var target = target
+        var w = weights
+        for x in 0..<outWidth {
+            // A pixel's three values read as four: the fourth (the next pixel's
+            // red, or the slack) is weighed and dropped.
+            let pixel = row + offsets[x]
+            var sum = SIMD4<Float>(repeating: bias)
+            for k in 0..<count {
+                sum += pixel.loadUnaligned(fromByteOffset: k &* pixelBytes, as: SIMD4<Float>.self) * w[k]
+            }
+            target.storeBytes(of: rounded(sum), as: SIMD4<Float>.self)
+            target += pixelBytes
+            w += count
+        }
+    }
+
+    // Conversions between floats holding whole numbers and integers, done on the bits: a
+    // float of magnitude 1.5 × 2²³ has a unit step, so adding it rounds to a whole number
+    // held in the low mantissa bits. (The stdlib's SIMD float–integer conversions and float
+    // `clamped` are generic lane-by-lane code, ten times slower than the arithmetic.)
+    static let magic: Float = 12_582_912
+    static let magicBits: UInt32 = 0x4B40_0000
+
+    /// Widens `count` bytes to floats.
+    @inline(__always)
+    static func widen(_ bytes: UnsafePointer<UInt8>, count: Int, into floats: UnsafeMutablePointer<Float>) {
+        var i = 0
+        while i + 16 <= count {
+            let values = SIMD16<UInt32>(truncatingIfNeeded: UnsafeRawPointer(bytes + i).loadUnaligned(as: SIMD16<UInt8>.self))
+            let biased = unsafeBitCast(values | SIMD16(repeating: magicBits), to: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(floats + i).storeBytes(of: biased - SIMD16(repeating: magic), as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < count {
+            floats[i] = Float(bytes[i])
+            i += 1
+        }
+    }
+
+    /// The sum that starts every output value: 2⁻¹⁵, so rounding the total to the nearest
+    /// whole number (never a tie: the sums are multiples of 2⁻¹⁴) is floor(total + ½), the
+    /// integer arithmetic's `(sum + half) >> precision`.
+    static let bias = Float(1) / Float(1 << 15)
+
+    /// Sixteen sums rounded to whole numbers and clamped to 0...255.
+    @inline(__always)
+    static func bytes(_ sum: SIMD16<Float>) -> SIMD16<UInt8> {
+        // In halves: the stdlib's `clamped` is inlined for eight lanes, not for sixteen.
+        @inline(__always) func half(_ sum: SIMD8<Float>) -> SIMD8<UInt8> {
+            let shifted = unsafeBitCast(sum + SIMD8(repeating: magic), to: SIMD8<Int32>.self)
+            let integer = (shifted &- SIMD8(repeating: Int32(bitPattern: magicBits))).clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
+            return SIMD8<UInt8>(truncatingIfNeeded: integer)
+        }
+        return SIMD16(lowHalf: half(sum.lowHalf), highHalf: half(sum.highHalf))
+    }
+
+    /// The 8-bit value of a horizontal sum, back as a float.
+    @inline(__always)
+    static func rounded(_ sum: SIMD4<Float>) -> SIMD4<Float> {
+        let shifted = unsafeBitCast(sum + SIMD4(repeating: magic), to: SIMD4<Int32>.self)
+        let integer = (shifted &- SIMD4(repeating: Int32(bitPattern: magicBits))).clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+        return unsafeBitCast(integer | SIMD4(repeating: Int32(bitPattern: magicBits)), to: SIMD4<Float>.self)
+            - SIMD4(repeating: magic)
+    }
+
 
     /// Copies RGB pixels turned upright by EXIF `orientation` (2–8) into `output`,
     /// which holds `width`×`height` pixels (sides swapped for 5–8).

@@ -28,8 +28,7 @@ public struct ImageDecoder: Sendable {
 
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
-        try VipsRuntime.start()
-        let (_, loader) = try admit(input)
+        let loader = try libvipsLoader(for: try admit(input), label: input.label)
         let info = try input.withSource { source throws(VipsError) in
             try probe(source, loader: loader, label: input.label).info
         }
@@ -46,11 +45,11 @@ public struct ImageDecoder: Sendable {
     /// `allowUpscale` is set.
     public func decode(_ input: ImageInput, size: TargetSize = .original, scale: Double = 1,
                        allowUpscale: Bool = false) throws(VipsError) -> Bitmap {
-        try VipsRuntime.start()
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        let (format, loader) = try admit(input)
+        // The direct paths need no libvips: it is started (once per process) only for what they decline.
+        let format = try admit(input)
         if format == .jpeg, usesDirectPaths,
            let bitmap = try decodeJPEGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
             return bitmap
@@ -63,6 +62,7 @@ public struct ImageDecoder: Sendable {
            let bitmap = try decodePNGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
             return bitmap
         }
+        let loader = try libvipsLoader(for: format, label: input.label)
         return try input.withSource { source throws(VipsError) in
             let label = input.label
             let header = try probe(source, loader: loader, label: label)
@@ -188,8 +188,8 @@ public struct ImageDecoder: Sendable {
     private var decodeErrorKind: VipsError.Kind { .corruptData }
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
-    /// bytes, before any libvips loader runs; returns the one loader allowed to read them.
-    private func admit(_ input: ImageInput) throws(VipsError) -> (ImageFormat, String) {
+    /// bytes, before any decoder runs (and without libvips); returns their format.
+    private func admit(_ input: ImageInput) throws(VipsError) -> ImageFormat {
         let (size, prefix): (Int, [UInt8])
         if case .file(let path) = input, let known = knownFile, known.path == path, !known.prefix.isEmpty {
             (size, prefix) = (known.byteCount, known.prefix)
@@ -205,11 +205,28 @@ public struct ImageDecoder: Sendable {
         guard options.allowedFormats.contains(format) else {
             throw VipsError(.unsupportedFormat, "\(label): \(format) images are not allowed by the decoder's options")
         }
-        guard let loader = format.libvipsLoader, vips_type_find("VipsOperation", loader) != 0 else {
+        return format
+    }
+
+    /// Starts libvips and returns the one loader allowed to read `format`.
+    private func libvipsLoader(for format: ImageFormat, label: String) throws(VipsError) -> String {
+        try VipsRuntime.start()
+        guard let loader = format.libvipsLoader, Self.hasLoader(loader) else {
             throw VipsError(.unsupportedFormat, "\(label): this libvips has no loader for \(format) images")
         }
-        return (format, loader)
+        return loader
     }
+
+    /// Whether this libvips has `loader`, looked up once per process (a lookup walks
+    /// every libvips class by name: a quarter of a small JPEG's decode).
+    private static func hasLoader(_ loader: String) -> Bool {
+        if let known = knownLoaders.withLock({ $0[loader] }) { return known }
+        let present = vips_type_find("VipsOperation", loader) != 0
+        knownLoaders.withLock { $0[loader] = present }
+        return present
+    }
+
+    private static let knownLoaders = LockedState<[String: Bool]>([:])
 
     private struct Header {
         let image: VipsImageHandle
@@ -436,6 +453,8 @@ public struct ImageDecoder: Sendable {
 
     /// A libvips image over a bitmap's pixels (no copy; the bitmap must outlive it).
     static func image(wrapping bitmap: Bitmap) throws(VipsError) -> VipsImageHandle {
+        // A bitmap from a direct path may be the first thing this process hands libvips.
+        try VipsRuntime.start()
         let raw = try VipsImageHandle.make(.internal, "wrap bitmap") {
             let image = vips_image_new_from_memory(bitmap.storage.pointer, bitmap.storage.count,
                                                    Int32(bitmap.width), Int32(bitmap.height),

@@ -24,11 +24,20 @@ public struct ImageEncoder: Sendable {
         }
     }
 
+    /// Whether 3-channel JPEG output takes the direct libjpeg-turbo encoder
+    /// (see `encodeJPEGDirectly`); false sends everything through libvips, for
+    /// tests and comparisons.
+    var usesDirectPaths = true
+
     /// An encoder; it holds no state, so one can be shared by every thread.
     public init() {}
 
     /// Encodes `bitmap`; metadata is not written.
     public func encode(_ bitmap: Bitmap, as format: Format) throws(VipsError) -> Data {
+        if usesDirectPaths, case .jpeg(let quality, let progressive) = format,
+           let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: .auto) {
+            return data
+        }
         try VipsRuntime.start()
         var image = try ImageDecoder.image(wrapping: bitmap)
         if case .jpeg = format, bitmap.channels == 4 {

@@ -22,7 +22,7 @@ extension ImageDecoder {
     ///   or a mode that needs a box given a one-sided size; otherwise the decode's errors.
     public func decode(_ input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double = 1,
                        allowUpscale: Bool = false, keepingMetadata: Bool = false) throws(VipsError) -> Bitmap {
-        try VipsRuntime.start()
+        // libvips is started by whichever step needs it (not the direct JPEG path).
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }

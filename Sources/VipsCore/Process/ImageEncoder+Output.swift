@@ -15,8 +15,13 @@ extension ImageEncoder {
     ///   when libvips cannot write the format.
     public func encode(_ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false,
                        background: Colour = .white) throws(VipsError) -> EncodedImage {
-        try VipsRuntime.start()
         try format.validate()
+        // Without metadata to write, 3-channel JPEG needs no libvips (the same bytes; see encodeJPEGDirectly).
+        if usesDirectPaths, !keepingMetadata, case .jpeg(let quality, let progressive, let chroma) = format,
+           let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: chroma) {
+            return EncodedImage(data: data, format: format, width: bitmap.width, height: bitmap.height)
+        }
+        try VipsRuntime.start()
         let label = "encode \(format)"
         var image = try ImageDecoder.image(wrapping: bitmap)
         if !format.supportsAlpha, bitmap.channels == 4 {

@@ -80,6 +80,14 @@ public enum VipsRuntime {
     /// text; the error *kind* is always decided by VipsCore from the step that
     /// failed, so only the wording can be affected, never the classification.
     static func takeErrorMessage(default fallback: String) -> String {
+        // Before vips_init the buffer's lock does not exist (a direct decode
+        // runs without libvips): there is nothing to take.
+        guard isStarted else { return fallback }
+        return readErrorBuffer(default: fallback)
+    }
+
+    /// Takes the error buffer (libvips must have got as far as creating it).
+    private static func readErrorBuffer(default fallback: String) -> String {
         guard let raw = vips_error_buffer_copy() else { return fallback }
         defer { g_free(raw) }
         let text = String(cString: raw)
@@ -97,8 +105,14 @@ public enum VipsRuntime {
     /// JPEG file") left in the buffer; kept, they would be taken as the reason
     /// for the next failure, and could even decide its kind.
     static func discardErrorMessages() {
+        guard isStarted else { return }
         vips_error_clear()
     }
+
+    /// Whether libvips has started (its error buffer and lock exist).
+    private static var isStarted: Bool { started.load(ordering: .acquiring) }
+    private static let started = Atomic<Bool>(false)
+
 
     /// Some loaders (libpng's, through libvips 8.14) report why they failed
     /// only as a GLib warning, leaving the error buffer empty. The last
@@ -136,7 +150,7 @@ public enum VipsRuntime {
 
     private static let startup: Startup = {
         if vl_init("vipsload") != 0 {
-            let message = takeErrorMessage(default: "vips_init failed")
+            let message = readErrorBuffer(default: "vips_init failed")
             return Startup(failure: VipsError(.internal, "libvips failed to start: \(message)"))
         }
         // Operation cache off: it memoises operations by their arguments and
@@ -169,6 +183,7 @@ public enum VipsRuntime {
                 if let message { VipsRuntime.noteWarning(String(cString: message)) }
             }
         }, nil)
+        started.store(true, ordering: .releasing)
         return Startup(failure: nil)
     }()
 }

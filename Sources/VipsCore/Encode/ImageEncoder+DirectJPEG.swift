@@ -1,0 +1,60 @@
+import CTurboJPEG
+import Foundation
+
+/// The direct JPEG encoder: libjpeg-turbo (through its TurboJPEG API)
+/// compresses an RGB bitmap from its own memory, without wrapping it in a
+/// libvips image, building a `jpegsave` operation or running libvips' sink
+/// on a worker thread. For a thumbnail that fixed cost is about as large as
+/// the compression itself.
+///
+/// It writes what libvips' `jpegsave` writes with `strip` (the same libjpeg,
+/// the same settings: `jpeg_set_quality(Q, force_baseline)`, the integer
+/// DCT, 4:2:0 unless Q ≥ 90 or subsampling is off, `jpeg_simple_progression`
+/// for an interlaced file, and no JFIF segment), byte for byte, which the
+/// tests check against libvips. Anything else (alpha to flatten, metadata to
+/// keep) is left to libvips.
+extension ImageEncoder {
+    /// JPEG bytes for a 3-channel bitmap, stripped of metadata; nil when the bitmap is not one.
+    static func encodeJPEGDirectly(_ bitmap: Bitmap, quality: Int, progressive: Bool,
+                                   chroma: OutputFormat.ChromaSubsampling) throws(VipsError) -> Data? {
+        guard bitmap.channels == 3, bitmap.width > 0, bitmap.height > 0,
+              let width = Int32(exactly: bitmap.width), let height = Int32(exactly: bitmap.height),
+              let pitch = Int32(exactly: bitmap.bytesPerRow) else { return nil }
+        let quality = min(100, max(1, quality))
+        // libvips' VIPS_FOREIGN_SUBSAMPLE_AUTO: chroma is subsampled below Q 90.
+        let subsample: Bool
+        switch chroma {
+        case .auto: subsample = quality < 90
+        case .on: subsample = true
+        case .off: subsample = false
+        }
+        guard let handle = tjInitCompress() else {
+            throw VipsError(.encodeFailed, "encode jpg: libjpeg-turbo could not start a compressor")
+        }
+        defer { tjDestroy(handle) }
+        var buffer: UnsafeMutablePointer<UInt8>? = nil
+        var size: UInt = 0
+        let samp = subsample ? TJSAMP_420 : TJSAMP_444
+        // The integer DCT libvips uses (TurboJPEG would pick the fast one when compressing).
+        let flags = TJFLAG_ACCURATEDCT | (progressive ? TJFLAG_PROGRESSIVE : 0)
+        let status = withExtendedLifetime(bitmap) {
+            tjCompress2(handle, bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self), width, pitch, height,
+                        Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(samp.rawValue), Int32(quality), flags)
+        }
+        guard status == 0, let buffer, size >= 4 else {
+            let message = tjGetErrorStr2(handle).map { String(cString: $0) } ?? "libjpeg-turbo gave no reason"
+            if let buffer { tjFree(buffer) }
+            throw VipsError(.encodeFailed, "encode jpg: \(message)")
+        }
+        var count = Int(size)
+        // libjpeg writes a JFIF APP0 segment right after SOI; libvips' stripped output has none.
+        let jfif: [UInt8] = [0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00]
+        if count > 2 + 18, (0..<jfif.count).allSatisfy({ buffer[2 + $0] == jfif[$0] }) {
+            memmove(buffer + 2, buffer + 20, count - 20)
+            count -= 18
+        }
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in
+            tjFree(pointer.assumingMemoryBound(to: UInt8.self))
+        })
+    }
+}
