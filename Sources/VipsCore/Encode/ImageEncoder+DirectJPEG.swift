@@ -1,4 +1,5 @@
 import CTurboJPEG
+import CVipsShim
 import Foundation
 
 /// The direct JPEG encoder: libjpeg-turbo (through its TurboJPEG API)
@@ -56,5 +57,33 @@ extension ImageEncoder {
         return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in
             tjFree(pointer.assumingMemoryBound(to: UInt8.self))
         })
+    }
+
+    /// An RGBA bitmap flattened onto `background` as libvips' `vips_flatten`
+    /// does for 8-bit pixels (each band `p × a / 255 + bg × (255 − a) / 255`
+    /// in double precision, truncated), so the direct encoder gives the bytes
+    /// libvips' flatten + `jpegsave` give; nil when the bitmap is not RGBA or
+    /// memory is short (libvips then does it).
+    static func flattened(_ bitmap: Bitmap, onto background: Colour) -> Bitmap? {
+        guard bitmap.channels == 4, bitmap.width > 0, bitmap.height > 0 else { return nil }
+        let pixels = bitmap.width * bitmap.height
+        let (count, overflow) = pixels.multipliedReportingOverflow(by: 3)
+        guard !overflow, let block = g_try_malloc(gsize(count)) else { return nil }
+        let storage = PixelStorage(adopting: block, count: count)
+        let colour = background.bands(3)
+        let target = block.assumingMemoryBound(to: UInt8.self)
+        withExtendedLifetime(bitmap) {
+            let source = UnsafePointer(bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self))
+            for index in 0..<pixels {
+                let p = source + index * 4, q = target + index * 3
+                let alpha = Int(p[3]), remaining = Double(255 - alpha)
+                for band in 0..<3 {
+                    // libvips: (p[b] * alpha) / max_alpha + (bg[b] * nalpha) / max_alpha, assigned to uchar.
+                    let value = Double(Int(p[band]) * alpha) / 255 + colour[band] * remaining / 255
+                    q[band] = UInt8(min(255, max(0, value)))
+                }
+            }
+        }
+        return Bitmap(width: bitmap.width, height: bitmap.height, channels: 3, scale: bitmap.scale, storage: storage)
     }
 }

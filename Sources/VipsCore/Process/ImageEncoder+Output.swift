@@ -17,8 +17,10 @@ extension ImageEncoder {
                        background: Colour = .white) throws(VipsError) -> EncodedImage {
         try format.validate()
         // Without metadata to write, 3-channel JPEG needs no libvips (the same bytes; see encodeJPEGDirectly).
+        // RGBA is flattened first, as libvips would (see `flattened`).
         if usesDirectPaths, !keepingMetadata, case .jpeg(let quality, let progressive, let chroma) = format,
-           let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: chroma) {
+           let opaque = bitmap.channels == 4 ? Self.flattened(bitmap, onto: background) : bitmap,
+           let data = try Self.encodeJPEGDirectly(opaque, quality: quality, progressive: progressive, chroma: chroma) {
             return EncodedImage(data: data, format: format, width: bitmap.width, height: bitmap.height)
         }
         try VipsRuntime.start()
