@@ -308,30 +308,4 @@ struct BoxCubicShrinker {
         // The small margin keeps an opaque 255 from becoming 254 through float rounding.
         return sixteenBit ? UInt8(truncatingIfNeeded: Int(clamped + 0.001) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.0005)))
     }
-
-    /// Copies pixels of `channels` bytes turned upright by EXIF `orientation` (2–8) into
-    /// `output`, which holds `width`×`height` pixels (sides swapped for 5–8).
-    static func orient(_ input: UnsafePointer<UInt8>, width: Int, height: Int, channels: Int, orientation: Int,
-                       into output: UnsafeMutablePointer<UInt8>) {
-        let swap = orientation >= 5
-        let (outWidth, outHeight) = swap ? (height, width) : (width, height)
-        for y in 0..<outHeight {
-            let target = output + y * outWidth * channels
-            for x in 0..<outWidth {
-                let (sx, sy): (Int, Int)
-                switch orientation {
-                case 2: (sx, sy) = (width - 1 - x, y)
-                case 3: (sx, sy) = (width - 1 - x, height - 1 - y)
-                case 4: (sx, sy) = (x, height - 1 - y)
-                case 5: (sx, sy) = (y, x)
-                case 6: (sx, sy) = (y, height - 1 - x)
-                case 7: (sx, sy) = (width - 1 - y, height - 1 - x)
-                case 8: (sx, sy) = (width - 1 - y, x)
-                default: (sx, sy) = (x, y)
-                }
-                let source = input + (sy * width + sx) * channels
-                for k in 0..<channels { target[x * channels + k] = source[k] }
-            }
-        }
-    }
 }

@@ -260,32 +260,4 @@ enum CubicReducer {
             - SIMD4(repeating: magic)
     }
 
-
-    /// Copies RGB pixels turned upright by EXIF `orientation` (2–8) into `output`,
-    /// which holds `width`×`height` pixels (sides swapped for 5–8).
-    static func orient(_ input: UnsafePointer<UInt8>, width: Int, height: Int, orientation: Int,
-                       into output: UnsafeMutablePointer<UInt8>) {
-        let swap = orientation >= 5
-        let (outWidth, outHeight) = swap ? (height, width) : (width, height)
-        for y in 0..<outHeight {
-            let target = output + y * outWidth * 3
-            for x in 0..<outWidth {
-                let (sx, sy): (Int, Int)
-                switch orientation {
-                case 2: (sx, sy) = (width - 1 - x, y)
-                case 3: (sx, sy) = (width - 1 - x, height - 1 - y)
-                case 4: (sx, sy) = (x, height - 1 - y)
-                case 5: (sx, sy) = (y, x)
-                case 6: (sx, sy) = (y, height - 1 - x)
-                case 7: (sx, sy) = (width - 1 - y, height - 1 - x)
-                case 8: (sx, sy) = (width - 1 - y, x)
-                default: (sx, sy) = (x, y)
-                }
-                let source = input + (sy * width + sx) * 3
-                target[x * 3] = source[0]
-                target[x * 3 + 1] = source[1]
-                target[x * 3 + 2] = source[2]
-            }
-        }
-    }
 }

@@ -174,8 +174,8 @@ extension ImageDecoder {
         }
         if orientation != 1 {
             let upright = try Self.allocate(outW, outH, label: label)
-            CubicReducer.orient(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH,
-                                orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+            PixelOrientation.orient(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH, channels: 3,
+                                    orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (outW, outH) = (outH, outW) }
             pixels = upright
         }

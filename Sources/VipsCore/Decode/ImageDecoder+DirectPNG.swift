@@ -163,7 +163,7 @@ extension ImageDecoder {
         shrinker?.finish(into: target)
         if orientation != 1 {
             let upright = try Self.allocatePNG(outWidth, outHeight, outChannels, label: label)
-            BoxCubicShrinker.orient(target, width: outWidth, height: outHeight, channels: outChannels, orientation: orientation,
+            PixelOrientation.orient(target, width: outWidth, height: outHeight, channels: outChannels, orientation: orientation,
                                     into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (outWidth, outHeight) = (outHeight, outWidth) }
             pixels = upright

@@ -209,7 +209,7 @@ extension ImageDecoder {
         }
         if orientation != 1 {
             let upright = try Self.allocate(width, height, channels: channels, label: label)
-            Self.orient(result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height, channels: channels,
+            PixelOrientation.orient(result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height, channels: channels,
                         orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (width, height) = (height, width) }
             result = upright
@@ -241,30 +241,5 @@ extension ImageDecoder {
             throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(channels) pixels")
         }
         return PixelStorage(adopting: block, count: size)
-    }
-
-    /// Copies pixels of `channels` bytes turned upright by EXIF `orientation` (2–8) into
-    /// `output`, which holds `width`×`height` pixels (sides swapped for 5–8).
-    static func orient(_ input: UnsafePointer<UInt8>, width: Int, height: Int, channels: Int, orientation: Int,
-                       into output: UnsafeMutablePointer<UInt8>) {
-        let swap = orientation >= 5
-        let (outWidth, outHeight) = swap ? (height, width) : (width, height)
-        for y in 0..<outHeight {
-            let target = output + y * outWidth * channels
-            for x in 0..<outWidth {
-                let (sx, sy): (Int, Int)
-                switch orientation {
-                case 2: (sx, sy) = (width - 1 - x, y)
-                case 3: (sx, sy) = (width - 1 - x, height - 1 - y)
-                case 4: (sx, sy) = (x, height - 1 - y)
-                case 5: (sx, sy) = (y, x)
-                case 6: (sx, sy) = (y, height - 1 - x)
-                case 7: (sx, sy) = (width - 1 - y, height - 1 - x)
-                case 8: (sx, sy) = (width - 1 - y, x)
-                default: (sx, sy) = (x, y)
-                }
-                (target + x * channels).update(from: input + (sy * width + sx) * channels, count: channels)
-            }
-        }
     }
 }
