@@ -10,12 +10,19 @@ guard arguments.count >= 4, let size = Int(arguments[1]), size > 0 else {
     exit(2)
 }
 let folder = URL(fileURLWithPath: arguments[2])
+// libvips starts up front: the direct paths start it only when a file needs it, which would put
+// its start-up into whichever file that is, not into the start-up figure.
+do throws(VipsError) { try VipsRuntime.start() } catch {
+    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    exit(1)
+}
 let decoder = ImageDecoder()
 var failed = false
 for path in arguments[3...] {
     do throws(VipsError) {
         let bitmap = try decoder.decode(.file(path), size: .maxPixelSize(size))
-        let data = try ImageEncoder().encode(bitmap, as: .jpeg(quality: 75))
+        // As `thumb` encodes: transparency flattened onto its default white background.
+        let data = try ImageEncoder().encode(bitmap, as: OutputFormat.jpeg(quality: 75), background: .white).data
         let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + ".jpg"
         do { try data.write(to: folder.appendingPathComponent(name)) } catch { failed = true }
     } catch {
