@@ -276,6 +276,10 @@ final class MemoryPressureTests: XCTestCase {
         var monitor = MemoryPressureMonitor.start(resources: resources, usesPressureStall: false,
                                                   samplingInterval: .milliseconds(5)) { _ in
             box.calls.withLock { $0 += 1 }
+            // The first report can come before `start` has returned the monitor to the test:
+            // wait (on the monitor's own thread) until it is there.
+            let deadline = Date().addingTimeInterval(30)
+            while box.monitor.withLock({ $0 }) == nil, box.calls.withLock({ $0 }) == 1, Date() < deadline { usleep(1_000) }
             // Stops (and releases) the monitor on its own thread, as a pipeline released by its handler would.
             let monitor = box.monitor.withLock { state -> MemoryPressureMonitor? in
                 defer { state = nil }
