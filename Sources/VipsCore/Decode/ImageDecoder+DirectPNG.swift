@@ -269,7 +269,8 @@ final class PNGReader {
         guard let context = spng_ctx_new(Int32(SPNG_CTX_IGNORE_ADLER32.rawValue)) else { fclose(file); return nil }
         self.init(context: context, file: file)
         guard spng_set_png_file(context, file) == 0 else { return nil }
-        header = readHeader()
+        let fd = fileno(file)
+        header = Self.chunkTypesAreLetters { offset, buffer in pread(fd, buffer, 8, off_t(offset)) == 8 } ? readHeader() : nil
     }
 
     /// A reader of `count` bytes at `buffer`, which must outlive it.
@@ -277,7 +278,11 @@ final class PNGReader {
         guard let context = spng_ctx_new(Int32(SPNG_CTX_IGNORE_ADLER32.rawValue)) else { return nil }
         self.init(context: context, file: nil)
         guard spng_set_png_buffer(context, buffer, count) == 0 else { return nil }
-        header = readHeader()
+        header = Self.chunkTypesAreLetters { offset, target in
+            guard offset <= count - 8 else { return false }
+            target.copyMemory(from: buffer + offset, byteCount: 8)
+            return true
+        } ? readHeader() : nil
     }
 
     private init(context: OpaquePointer, file: UnsafeMutablePointer<FILE>?) {
@@ -292,6 +297,27 @@ final class PNGReader {
     deinit {
         spng_ctx_free(context)
         if let file { fclose(file) }
+    }
+
+    /// Whether every chunk before the image data has a type of four ASCII letters.
+    /// libpng refuses any other ("invalid chunk type"), so libvips' probe and decode
+    /// fail on it, where libspng skips it: such a file is left to libvips, so that
+    /// `info` and `decode` agree. `read(offset, buffer)` fills 8 bytes (a chunk's
+    /// length and type) or returns false at the end; the walk stops there, at IDAT
+    /// or at a length libspng will refuse itself.
+    private static func chunkTypesAreLetters(_ read: (Int, UnsafeMutableRawPointer) -> Bool) -> Bool {
+        let letters = { (byte: UInt8) in (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+        var header = [UInt8](repeating: 0, count: 8)
+        var offset = 8
+        for _ in 0..<100_000 {
+            guard header.withUnsafeMutableBytes({ read(offset, $0.baseAddress!) }) else { return true }
+            let length = header[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            let type = header[4..<8]
+            guard type.allSatisfy(letters) else { return false }
+            if type.elementsEqual("IDAT".utf8) || length > Int(Int32.max) { return true }
+            offset += 12 + length
+        }
+        return true
     }
 
     /// IHDR and the chunks before IDAT; nil when libspng refuses them.
