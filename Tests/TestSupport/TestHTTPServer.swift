@@ -194,11 +194,14 @@ public final class TestHTTPServer: Sendable {
 
     /// Stops accepting, aborts open connections and waits (bounded) for their threads.
     public func stop() {
-        let open: [Int32] = state.withLock { state in
-            guard !state.stopped else { return [] }
+        let open: [Int32]? = state.withLock { state in
+            guard !state.stopped else { return nil }
             state.stopped = true
             return Array(state.openConnections.keys)
         }
+        // Stopped already (tearDown, then deinit): the listener may be closed by now and its
+        // number reused by another server's socket, which a second shutdown would kill.
+        guard let open else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
         let deadline = Date().addingTimeInterval(10)
