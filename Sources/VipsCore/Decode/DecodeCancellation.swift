@@ -82,13 +82,10 @@ public final class DecodeCancellation: Sendable {
             guard timeLimit > .zero else {
                 throw VipsError(.invalidArgument, "a decode time limit must be positive, not \(timeLimit)")
             }
-            let (seconds, attoseconds) = timeLimit.components
-            let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-            let delay = nanoseconds.overflow ? Int.max : Int(clamping: nanoseconds.partialValue + attoseconds / 1_000_000_000)
             let item = DispatchWorkItem { [weak self] in
                 self?.stop(.timedOut, "the decode took longer than its time limit of \(timeLimit)")
             }
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(delay), execute: item)
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.dispatchInterval, execute: item)
             timer = item
         }
         defer { timer?.cancel() }
@@ -160,5 +157,16 @@ public final class DecodeCancellation: Sendable {
         // another thread is what it is for.
         for image in images { vips_image_set_kill(image.pointer, 1) }
         for child in children { child.stop(reason, message) }
+    }
+}
+
+extension Duration {
+    /// The duration as a dispatch interval (saturating: a limit of centuries waits for ever).
+    package var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .never }
+        let (total, overflowed) = nanoseconds.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? .never : .nanoseconds(Int(clamping: total))
     }
 }

@@ -69,19 +69,9 @@ extension ImageDecoder {
     func decodeJPEGDirectly(_ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
                             allowUpscale: Bool) throws(VipsError) -> Bitmap? {
         let label = input.label
-        let data: Data
-        switch input {
-        case .data(let bytes):
-            data = bytes
-        case .file(let path):
-            // Mapped, not read: the pages libjpeg needs are faulted in as it reads them. They
-            // count in the resident set until the decode ends, so a large file goes to libvips,
-            // which streams it through a small buffer. Unreadable: libvips' path reports it.
-            var status = stat()
-            guard stat(path, &status) == 0, Int(status.st_size) <= Self.directFileLimit else { return nil }
-            guard let mapped = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
-            data = mapped
-        }
+        // Mapped pages count in the resident set until the decode ends, so a large file goes
+        // to libvips, which streams it through a small buffer.
+        guard let data = Self.mappedBytes(input, upTo: Self.directFileLimit) else { return nil }
         return try Self.withBytes(.data(data)) { raw throws(VipsError) in
             try decodeJPEGDirectly(raw, box: box, scale: scale, allowUpscale: allowUpscale, label: label)
         }
@@ -195,17 +185,26 @@ extension ImageDecoder {
 
     /// Runs `body` over the input's bytes (a file is mapped).
     static func withBytes<R>(_ input: ImageInput, _ body: (UnsafeRawBufferPointer) throws(VipsError) -> R) throws(VipsError) -> R {
-        let data: Data
-        switch input {
-        case .data(let bytes): data = bytes
-        case .file(let path):
-            do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
-                throw VipsError(.io, "cannot read \(path)")
-            }
-        }
+        guard let data = mappedBytes(input) else { throw VipsError(.io, "cannot read \(input.label)") }
         let result: Result<R, VipsError> = data.withUnsafeBytes { raw in
             do throws(VipsError) { return .success(try body(raw)) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// The input's bytes for a direct path: in-memory data as it is, a file mapped (not
+    /// read: pages are faulted in as the codec reads them). Nil when the file cannot be
+    /// read or is larger than `limit`; libvips' path then reads and reports it.
+    static func mappedBytes(_ input: ImageInput, upTo limit: Int = .max) -> Data? {
+        switch input {
+        case .data(let bytes):
+            return bytes
+        case .file(let path):
+            if limit < .max {
+                var status = stat()
+                guard stat(path, &status) == 0, Int(status.st_size) <= limit else { return nil }
+            }
+            return try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        }
     }
 }

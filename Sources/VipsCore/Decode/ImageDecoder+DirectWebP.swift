@@ -137,15 +137,8 @@ extension ImageDecoder {
     func decodeWebPDirectly(_ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
                             allowUpscale: Bool) throws(VipsError) -> Bitmap? {
         let label = input.label
-        let data: Data
-        switch input {
-        case .data(let bytes):
-            data = bytes
-        case .file(let path):
-            // Mapped, as libvips maps the whole source for libwebp. Unreadable: libvips' path reports it.
-            guard let mapped = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
-            data = mapped
-        }
+        // Mapped whole, as libvips maps the source for libwebp.
+        guard let data = Self.mappedBytes(input) else { return nil }
         return try Self.withBytes(.data(data)) { raw throws(VipsError) in
             try decodeWebPDirectly(raw, box: box, scale: scale, allowUpscale: allowUpscale, label: label)
         }

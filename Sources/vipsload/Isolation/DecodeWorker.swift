@@ -63,7 +63,8 @@ enum DecodeWorker {
                 } else if processing.animated {
                     // As `ImagePipeline.animatedImage(for:)`: every frame, fitted alike.
                     let animation = try decoder.decodeAnimation(input, size: processing.size)
-                    reply.describe(try decoder.info(input))
+                    // Each frame carries the source's header, read once by the decode.
+                    if let info = animation.frames.first?.source?.info { reply.describe(info) }
                     reply.width = animation.width
                     reply.height = animation.height
                     reply.channels = animation.frames[0].channels

@@ -8,11 +8,7 @@ import XCTest
 /// header), and that what it returns is what the libvips path returns.
 final class DirectJPEGTests: XCTestCase {
     let fast = ImageDecoder()
-    var libvipsFast: ImageDecoder {
-        var decoder = ImageDecoder()
-        decoder.usesDirectPaths = false
-        return decoder
-    }
+    let libvipsFast = ImageDecoder.libvipsOnly()
     let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
     let strict = ImageDecoder(options: DecodeOptions(strict: true))
 

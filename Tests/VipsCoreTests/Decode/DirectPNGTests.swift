@@ -7,18 +7,10 @@ import XCTest
 /// and that what it returns is what the libvips path returns.
 final class DirectPNGTests: XCTestCase {
     let fast = ImageDecoder()
-    var libvipsFast: ImageDecoder {
-        var decoder = ImageDecoder()
-        decoder.usesDirectPaths = false
-        return decoder
-    }
+    let libvipsFast = ImageDecoder.libvipsOnly()
     let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
     let strict = ImageDecoder(options: DecodeOptions(strict: true))
-    var libvipsStrict: ImageDecoder {
-        var decoder = strict
-        decoder.usesDirectPaths = false
-        return decoder
-    }
+    let libvipsStrict = ImageDecoder.libvipsOnly(DecodeOptions(strict: true))
 
     /// Every kind of PNG the direct path takes, as (label, bytes).
     func directKinds(width: Int = 300, height: Int = 200, seed: Int = 1) throws -> [(String, Data)] {

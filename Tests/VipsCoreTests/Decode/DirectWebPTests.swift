@@ -8,16 +8,8 @@ import XCTest
 /// and that what it returns is what the libvips path returns.
 final class DirectWebPTests: XCTestCase {
     let fast = ImageDecoder()
-    var libvipsFast: ImageDecoder {
-        var decoder = ImageDecoder()
-        decoder.usesDirectPaths = false
-        return decoder
-    }
-    var libvipsStrict: ImageDecoder {
-        var decoder = ImageDecoder(options: DecodeOptions(strict: true))
-        decoder.usesDirectPaths = false
-        return decoder
-    }
+    let libvipsFast = ImageDecoder.libvipsOnly()
+    let libvipsStrict = ImageDecoder.libvipsOnly(DecodeOptions(strict: true))
     let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
     let strict = ImageDecoder(options: DecodeOptions(strict: true))
 

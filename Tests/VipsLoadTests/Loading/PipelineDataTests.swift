@@ -74,6 +74,7 @@ final class PipelineDataTests: NetworkTestCase {
             return try await pipeline.data(for: ImageRequest(path: path))
         }
         await assertThrows(kind: .cancelled, "cancelled first") { _ = try await task.value }
+        XCTAssertEqual(pipeline.metrics.dataLoadsStarted, 0, "a call cancelled before it started loads nothing")
         let data = try await pipeline.data(for: ImageRequest(path: path))
         XCTAssertEqual(data.input, .file(URL(fileURLWithPath: path).standardizedFileURL.path))
     }
