@@ -6,7 +6,7 @@ let package = Package(
     products: [
         .library(name: "VipsCore", targets: ["VipsCore"]),
         .library(name: "VipsLoad", targets: ["VipsLoad"]),
-        .executable(name: "vipsload", targets: ["vipsload"]),
+        .executable(name: "vipsload", targets: ["vipsload"])
     ],
     targets: [
         // The C boundary: a module map and static inline wrappers for libvips' variadic calls.
@@ -41,20 +41,24 @@ let package = Package(
             providers: [.apt(["libspng-dev"])]
         ),
         // Decode core: the only Swift that speaks C.
-        .target(name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
+        .target(
+            name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
         // The command-line tool.
-        .executableTarget(name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
+        .executableTarget(
+            name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
         // A real HTTP server on 127.0.0.1, shared by the library and CLI tests.
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),
-        .testTarget(name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
-        .testTarget(name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
+        .testTarget(
+            name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
+        .testTarget(
+            name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.
-        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload", "TestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload", "TestSupport"], path: "Tests/CLITests")
     ],
     swiftLanguageModes: [.v6]
 )

@@ -17,7 +17,7 @@ let package = Package(
             name: "FuzzDecode",
             dependencies: ["CLibFuzzer", .product(name: "VipsCore", package: "VipsLoad")],
             path: "Sources/FuzzDecode"
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 # GNU parallel: the shard test runs four shards with it, as docs/scale-out.md does (else background processes).
 scripts/setup.sh parallel
+# The tree is formatted by the toolchain's swift-format (.swift-format); a finding fails the run.
+swift-format lint --strict --parallel -r Sources Tests Fuzz Benchmarks Package.swift
 # Warnings are errors. SwiftPM's own note that it drops the -pthread flag from
 # libvips' pkg-config output is not a compiler warning and is filtered out.
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; }

@@ -13,7 +13,7 @@ let package = Package(
             name: "ProfileThumb",
             dependencies: [.product(name: "VipsCore", package: "VipsLoad")],
             path: "Sources/ProfileThumb"
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

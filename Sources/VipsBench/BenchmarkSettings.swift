@@ -42,10 +42,12 @@ public struct BenchmarkSettings: Sendable {
     /// Requests in the `soak` scenario. Default 100,000.
     public var soakRequests: Int
 
-    public init(size: Int = 256, concurrency: Int = SystemResources.current.usableCPUs, repeats: Int = 3,
-                scenarios: [Scenario] = Scenario.standard, compare: Bool = false, scaleSteps: [Int] = [1, 4, 16],
-                scrollRowsPerSecond: Double = 120, scrollRows: Int = 240, scrollSlots: Int = 12,
-                coalesceRequests: Int = 500, warmHits: Int = 2_000_000, soakRequests: Int = 100_000) {
+    public init(
+        size: Int = 256, concurrency: Int = SystemResources.current.usableCPUs, repeats: Int = 3,
+        scenarios: [Scenario] = Scenario.standard, compare: Bool = false, scaleSteps: [Int] = [1, 4, 16],
+        scrollRowsPerSecond: Double = 120, scrollRows: Int = 240, scrollSlots: Int = 12,
+        coalesceRequests: Int = 500, warmHits: Int = 2_000_000, soakRequests: Int = 100_000
+    ) {
         self.size = size
         self.concurrency = max(1, concurrency)
         self.repeats = max(1, repeats)
@@ -78,17 +80,23 @@ public struct CorpusClass: Sendable {
     /// Groups every image below `folder` (recursively, by magic bytes) into
     /// classes: the sub-folder for the built-in corpus, else the format.
     public static func classes(in folder: URL) -> [CorpusClass] {
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey],
-                                                              options: [.skipsHiddenFiles]) else { return [] }
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: folder, includingPropertiesForKeys: [.isRegularFileKey],
+                options: [.skipsHiddenFiles])
+        else { return [] }
         var groups: [String: [URL]] = [:]
         for case let url as URL in enumerator {
             guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true,
-                  let handle = FileHandle(forReadingAtPath: url.path) else { continue }
+                let handle = FileHandle(forReadingAtPath: url.path)
+            else { continue }
             let prefix = (try? handle.read(upToCount: 32)) ?? Data()
             try? handle.close()
             guard let format = ImageFormat.sniff(prefix) else { continue }
             groups[format.rawValue, default: []].append(url)
         }
-        return groups.sorted { $0.key < $1.key }.map { CorpusClass(name: $0.key, files: $0.value.sorted { $0.path < $1.path }) }
+        return groups.sorted { $0.key < $1.key }.map {
+            CorpusClass(name: $0.key, files: $0.value.sorted { $0.path < $1.path })
+        }
     }
 }

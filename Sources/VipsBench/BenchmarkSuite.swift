@@ -3,9 +3,11 @@ import VipsCore
 
 /// Runs the chosen scenarios over a corpus, in order, and returns their reports.
 public enum BenchmarkSuite {
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void = { _ in },
-                           report: (ScenarioReport) -> Void) async {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void = { _ in },
+        report: (ScenarioReport) -> Void
+    ) async {
         for scenario in settings.scenarios {
             let result: ScenarioReport
             switch scenario {
@@ -22,8 +24,10 @@ public enum BenchmarkSuite {
     }
 
     /// The built-in corpus as classes (generated on first use).
-    public static func defaultClasses(scale: Double = 1, folder: URL = BenchmarkCorpus.defaultFolder,
-                                      progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> [CorpusClass] {
+    public static func defaultClasses(
+        scale: Double = 1, folder: URL = BenchmarkCorpus.defaultFolder,
+        progress: (@Sendable (Int, Int) -> Void)? = nil
+    ) throws -> [CorpusClass] {
         let classes = try BenchmarkCorpus(folder: folder).prepare(scale: scale, progress: progress)
             .map { CorpusClass(name: $0.0.name, files: $0.1) }
         // A first run generates the corpus in this process: its freed buffers

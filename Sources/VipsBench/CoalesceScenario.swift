@@ -3,8 +3,10 @@ import VipsLoad
 
 /// `coalesce`: many concurrent identical requests must cost one decode.
 public enum CoalesceScenario {
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "coalesce")
         guard let file = classes.first(where: { !$0.files.isEmpty })?.files.first else { return report }
         progress("coalesce: \(settings.coalesceRequests) identical requests")
@@ -26,7 +28,7 @@ public enum CoalesceScenario {
             ("memoryHits", .int(metrics.memoryHits)),
             ("failures", .int(failures)),
             ("milliseconds", .number(seconds * 1000, digits: 1)),
-            ("file", .text(file.lastPathComponent)),
+            ("file", .text(file.lastPathComponent))
         ]
         return report
     }

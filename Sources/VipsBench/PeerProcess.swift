@@ -25,7 +25,8 @@ public enum PeerProcess {
         defer { try? FileManager.default.removeItem(at: report) }
         let timed = try run(["/usr/bin/time", "-f", "%M", "-o", report.path] + arguments)
         let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
-        let kilobytes = text.split(whereSeparator: \.isNewline).last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let kilobytes =
+            text.split(whereSeparator: \.isNewline).last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         return Measurement(seconds: timed.seconds, peakRSS: kilobytes * 1024, status: timed.status)
     }
 
@@ -43,8 +44,11 @@ public enum PeerProcess {
         let start = ProcessStats.now
         let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
         guard spawned == 0 else {
-            throw NSError(domain: "PeerProcess", code: Int(spawned),
-                          userInfo: [NSLocalizedDescriptionKey: "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))"])
+            throw NSError(
+                domain: "PeerProcess", code: Int(spawned),
+                userInfo: [
+                    NSLocalizedDescriptionKey: "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))"
+                ])
         }
         var status: Int32 = 0
         var usage = rusage()
@@ -67,7 +71,10 @@ public enum PeerProcess {
         if isAvailable(tool) { return true }
         guard getuid() == 0 else { return false }
         _ = try? run(["apt-get", "update", "-qq"])
-        _ = try? run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq", "--no-install-recommends", package])
+        _ = try? run([
+            "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq", "--no-install-recommends",
+            package
+        ])
         return isAvailable(tool)
     }
 }

@@ -10,12 +10,15 @@ import VipsLoad
 /// folder, emptied before the first pass and removed after the second; a run
 /// killed in between leaves it for the next run to empty.
 public enum RerunScenario {
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "rerun")
         let files = classes.flatMap(\.files)
         guard !files.isEmpty else { return report }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-bench-rerun", isDirectory: true)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-bench-rerun", isDirectory: true)
         try? FileManager.default.removeItem(at: folder)
         defer { try? FileManager.default.removeItem(at: folder) }
         let requests = files.map { ImageRequest(path: $0.path, size: .maxPixelSize(settings.size)) }
@@ -29,8 +32,9 @@ public enum RerunScenario {
                 report.notes.append("no disk cache in \(folder.path): \(error.message)")
                 return report
             }
-            var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.concurrency, memoryCache: nil,
-                                                            diskCache: cache)
+            var configuration = ImagePipeline.Configuration(
+                decodeConcurrency: settings.concurrency, memoryCache: nil,
+                diskCache: cache)
             configuration.dataCachePolicy = .automatic
             let pipeline = ImagePipeline(configuration: configuration)
             let start = ProcessStats.now
@@ -43,11 +47,12 @@ public enum RerunScenario {
                 ("\(pass)ImagesPerSecond", .number(Double(files.count) / max(seconds, 1e-9), digits: 1)),
                 ("\(pass)Decodes", .int(metrics.decodesStarted)),
                 ("\(pass)DiskHits", .int(metrics.diskHits)),
-                ("\(pass)Failures", .int(result.failures)),
+                ("\(pass)Failures", .int(result.failures))
             ]
         }
         report.summary = summary
-        report.notes.append("second pass: a new pipeline on the first pass's cache folder (stored lossless PNG thumbnails)")
+        report.notes.append(
+            "second pass: a new pipeline on the first pass's cache folder (stored lossless PNG thumbnails)")
         return report
     }
 }

@@ -8,25 +8,33 @@ public enum ScaleScenario {
     /// The memory cache bound used here, small enough to be exceeded many times.
     static let memoryCacheLimit = 64 << 20
 
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "scale")
         let files = classes.flatMap(\.files)
         guard !files.isEmpty else { return report }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-scale-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-scale-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         for step in settings.scaleSteps where step > 0 {
             progress("scale: \(step)× (\(files.count * step) images)")
-            guard let links = try? SymlinkCopies.make(files, copies: step, in: folder.appendingPathComponent("x\(step)")) else {
+            guard
+                let links = try? SymlinkCopies.make(files, copies: step, in: folder.appendingPathComponent("x\(step)"))
+            else {
                 report.notes.append("cannot create links for step \(step)×")
                 continue
             }
             let cache = MemoryCache(costLimit: memoryCacheLimit)
-            let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: settings.concurrency, memoryCache: cache))
+            let pipeline = ImagePipeline(
+                configuration: .init(decodeConcurrency: settings.concurrency, memoryCache: cache))
             let requests = links.map { ImageRequest(path: $0.path, size: .maxPixelSize(settings.size)) }
             ProcessStats.resetPeakRSS()
             let start = ProcessStats.now
-            let result = await ClosedLoop.run(requests, workers: settings.concurrency) { _ = try await pipeline.image(for: $0) }
+            let result = await ClosedLoop.run(requests, workers: settings.concurrency) {
+                _ = try await pipeline.image(for: $0)
+            }
             let seconds = ProcessStats.now - start
             report.rows.append([
                 ("step", .text("\(step)x")),
@@ -36,7 +44,7 @@ public enum ScaleScenario {
                 ("peakRSSMB", .number(Double(ProcessStats.peakRSS) / 1_048_576, digits: 0)),
                 ("cacheMB", .number(Double(cache.totalCost) / 1_048_576, digits: 1)),
                 ("decodes", .int(pipeline.metrics.decodesStarted)),
-                ("failures", .int(result.failures)),
+                ("failures", .int(result.failures))
             ])
             try? FileManager.default.removeItem(at: folder.appendingPathComponent("x\(step)"))
         }

@@ -65,7 +65,9 @@ public struct ScenarioReport: Sendable {
         var parts = ["\"scenario\": \(JSONText.string(scenario))"]
         parts += summary.map { "\(JSONText.string($0.0)): \($0.1.json)" }
         if !rows.isEmpty {
-            let rowTexts = rows.map { row in "{" + row.map { "\(JSONText.string($0.0)): \($0.1.json)" }.joined(separator: ", ") + "}" }
+            let rowTexts = rows.map { row in
+                "{" + row.map { "\(JSONText.string($0.0)): \($0.1.json)" }.joined(separator: ", ") + "}"
+            }
             parts.append("\"rows\": [" + rowTexts.joined(separator: ", ") + "]")
         }
         return "{" + parts.joined(separator: ", ") + "}"
@@ -79,12 +81,16 @@ public struct ScenarioReport: Sendable {
         }
         if let header = rows.first?.map(\.0) {
             let cells = [header] + rows.map { $0.map(\.1.display) }
-            let widths = header.indices.map { column in cells.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0 }
+            let widths = header.indices.map { column in
+                cells.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0
+            }
             for (index, row) in cells.enumerated() {
-                lines.append(row.enumerated().map { column, text in
-                    column == 0 ? text.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                        : String(repeating: " ", count: widths[column] - text.count) + text
-                }.joined(separator: "  "))
+                lines.append(
+                    row.enumerated().map { column, text in
+                        column == 0
+                            ? text.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                            : String(repeating: " ", count: widths[column] - text.count) + text
+                    }.joined(separator: "  "))
                 if index == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
             }
         }

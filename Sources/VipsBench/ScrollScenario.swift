@@ -8,13 +8,16 @@ import VipsLoad
 /// must be 0), decodes spent on images never shown, time from binding a cell
 /// to its image being visible.
 public enum ScrollScenario {
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         let files = classes.flatMap(\.files)
         guard !files.isEmpty, settings.scrollSlots > 0, settings.scrollRows > 0 else {
             return ScenarioReport(scenario: "scroll")
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-scroll-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-scroll-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         // One distinct source per row: a link to a corpus file.
         let copies = (settings.scrollRows + files.count - 1) / files.count
@@ -29,7 +32,8 @@ public enum ScrollScenario {
     static func scroll(rows: [URL], settings: BenchmarkSettings) async -> ScenarioReport {
         let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: settings.concurrency))
         let requests = rows.map { ImageRequest(path: $0.path, size: .maxPixelSize(settings.size)) }
-        let rowOfKey = Dictionary(requests.enumerated().map { ($0.element.cacheKey, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        let rowOfKey = Dictionary(
+            requests.enumerated().map { ($0.element.cacheKey, $0.offset) }, uniquingKeysWith: { a, _ in a })
         let tally = Tally()
         let slots = (0..<min(settings.scrollSlots, requests.count)).map { _ in ImageSlot(pipeline: pipeline) }
         for (index, slot) in slots.enumerated() {
@@ -68,21 +72,25 @@ public enum ScrollScenario {
         let settled = slots.allSatisfy { tally.isShowing($0, rowOfKey) }
         let metrics = pipeline.metrics
         let latency = LatencyStatistics(tally.timeToVisible)
-        var report = ScenarioReport(scenario: "scroll", summary: [
-            ("rows", .int(requests.count)),
-            ("slots", .int(slots.count)),
-            ("rowsPerSecond", .number(settings.scrollRowsPerSecond, digits: 0)),
-            ("imagesShown", .int(tally.shown)),
-            ("distinctRowsShown", .int(tally.shownRows.count)),
-            ("decodes", .int(metrics.decodesStarted)),
-            ("decodesWasted", .int(max(0, metrics.decodesStarted - tally.shownFromDecode.count))),
-            ("cancelled", .int(metrics.cancelled)),
-            ("staleDeliveries", .int(tally.stale)),
-            ("timeToVisibleP50Ms", .number(latency.p50 * 1000, digits: 1)),
-            ("timeToVisibleP95Ms", .number(latency.p95 * 1000, digits: 1)),
-        ])
+        var report = ScenarioReport(
+            scenario: "scroll",
+            summary: [
+                ("rows", .int(requests.count)),
+                ("slots", .int(slots.count)),
+                ("rowsPerSecond", .number(settings.scrollRowsPerSecond, digits: 0)),
+                ("imagesShown", .int(tally.shown)),
+                ("distinctRowsShown", .int(tally.shownRows.count)),
+                ("decodes", .int(metrics.decodesStarted)),
+                ("decodesWasted", .int(max(0, metrics.decodesStarted - tally.shownFromDecode.count))),
+                ("cancelled", .int(metrics.cancelled)),
+                ("staleDeliveries", .int(tally.stale)),
+                ("timeToVisibleP50Ms", .number(latency.p50 * 1000, digits: 1)),
+                ("timeToVisibleP95Ms", .number(latency.p95 * 1000, digits: 1))
+            ])
         if !settled { report.notes.append("the last visible cells did not all show their images within 30 s") }
-        report.notes.append("decodesWasted = decodes started − rows shown from a decode (decodes for rows scrolled past before their image arrived)")
+        report.notes.append(
+            "decodesWasted = decodes started − rows shown from a decode (decodes for rows scrolled past before their image arrived)"
+        )
         for slot in slots { slot.reset() }
         return report
     }

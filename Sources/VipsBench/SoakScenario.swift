@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import VipsLoad
 @_spi(Testing) import VipsCore
+import VipsLoad
 
 /// `soak`: many mixed requests over minutes — memory hits, misses, cancels,
 /// failures, progressive ladders and batches — checking that memory stays
@@ -11,13 +11,18 @@ public enum SoakScenario {
     /// The memory cache bound, small enough to churn all the time.
     static let memoryCacheLimit = 32 << 20
 
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "soak")
         // Small and medium files keep a few minutes' worth of requests mostly about the pipeline.
-        let good = classes.filter { $0.name != "jpeg-large" }.flatMap(\.files) + (classes.first { $0.name == "jpeg-large" }?.files.prefix(2) ?? [])
+        let good =
+            classes.filter { $0.name != "jpeg-large" }.flatMap(\.files)
+            + (classes.first { $0.name == "jpeg-large" }?.files.prefix(2) ?? [])
         guard !good.isEmpty else { return report }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-soak-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-soak-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         guard let bad = try? badInputs(in: scratch) else {
             report.notes.append("cannot write the failing inputs")
@@ -29,7 +34,7 @@ public enum SoakScenario {
         let window = 64
         let sizes = [24, 32, 48, 64, 96, 128, 160, 200, 256]
         let counts = SoakCounts()
-        var samples: [(Int, Int)] = []  // (requests done, RSS)
+        var samples: [(Int, Int)] = [] // (requests done, RSS)
         var cacheOverLimit = 0
         var random = SplitMix64(seed: 2026)
         var issued = 0
@@ -47,37 +52,49 @@ public enum SoakScenario {
                     issued += 1
                     group.addTask {
                         switch roll {
-                        case 0..<60:  // plain request: a hit, a join or a decode
-                            do { _ = try await pipeline.image(for: request); counts.record(.succeeded) } catch { counts.record(.failed) }
-                        case 60..<75:  // started, then cancelled after up to 3 ms
+                        case 0..<60: // plain request: a hit, a join or a decode
+                            do { _ = try await pipeline.image(for: request); counts.record(.succeeded) } catch {
+                                counts.record(.failed)
+                            }
+                        case 60..<75: // started, then cancelled after up to 3 ms
                             let task = pipeline.imageTask(with: request)
                             try? await Task.sleep(nanoseconds: delay)
                             task.cancel()
                             do throws(VipsError) {
                                 _ = try await task.image
                                 counts.record(.succeeded)
-                            } catch where error.kind == .cancelled {
+                            } catch  where error.kind == .cancelled {
                                 counts.record(.cancelled)
                             } catch {
                                 counts.record(.failed)
                             }
-                        case 75..<85:  // a failing input: must fail, typed
-                            let failing = ImageRequest(path: bad[Int(delay % UInt64(bad.count))].path, size: .maxPixelSize(size))
-                            do { _ = try await pipeline.image(for: failing); counts.record(.unexpected, "\(failing.source) decoded") } catch is VipsError {
+                        case 75..<85: // a failing input: must fail, typed
+                            let failing = ImageRequest(
+                                path: bad[Int(delay % UInt64(bad.count))].path, size: .maxPixelSize(size))
+                            do {
+                                _ = try await pipeline.image(for: failing);
+                                counts.record(.unexpected, "\(failing.source) decoded")
+                            } catch is VipsError {
                                 counts.record(.failed)
                             } catch { counts.record(.unexpected, "\(failing.source): \(type(of: error)) \(error)") }
-                        case 85..<95:  // a progressive ladder
-                            let ladder = Set([32, 96, size]).sorted().map { ImageRequest(path: file.path, size: .maxPixelSize($0)) }
+                        case 85..<95: // a progressive ladder
+                            let ladder = Set([32, 96, size]).sorted().map {
+                                ImageRequest(path: file.path, size: .maxPixelSize($0))
+                            }
                             do {
                                 var last = 0
                                 for try await step in pipeline.progressiveImages(for: ladder) {
-                                    if step.bitmap.width < last { counts.record(.unexpected, "ladder shrank \(last) → \(step.bitmap.width)") }
+                                    if step.bitmap.width < last {
+                                        counts.record(.unexpected, "ladder shrank \(last) → \(step.bitmap.width)")
+                                    }
                                     last = step.bitmap.width
                                 }
                                 counts.record(.succeeded)
                             } catch { counts.record(.failed) }
-                        default:  // a small batch, abandoned half-way now and then
-                            let batch = (0..<4).map { ImageRequest(path: good[(Int(delay) + $0) % good.count].path, size: .maxPixelSize(size)) }
+                        default: // a small batch, abandoned half-way now and then
+                            let batch = (0..<4).map {
+                                ImageRequest(path: good[(Int(delay) + $0) % good.count].path, size: .maxPixelSize(size))
+                            }
                             var seen = 0
                             for await _ in pipeline.images(for: batch) {
                                 seen += 1
@@ -100,7 +117,9 @@ public enum SoakScenario {
         let seconds = ProcessStats.now - start
         // Decodes whose callers all left may still be finishing on their threads.
         let deadline = ProcessStats.now + 30
-        while !pipeline.inFlight.isIdle && ProcessStats.now < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
+        while !pipeline.inFlight.isIdle && ProcessStats.now < deadline {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
         let inFlight = pipeline.inFlight
         let metrics = pipeline.metrics
         func rss(_ index: Int) -> ScenarioReport.Value {
@@ -124,7 +143,7 @@ public enum SoakScenario {
             ("memoryCacheLimitMB", .int(memoryCacheLimit >> 20)),
             ("cacheOverLimitSamples", .int(cacheOverLimit)),
             ("leakedTasks", .int(inFlight.tasks)),
-            ("idleAfterwards", .text(inFlight.isIdle ? "yes" : "no: \(inFlight)")),
+            ("idleAfterwards", .text(inFlight.isIdle ? "yes" : "no: \(inFlight)"))
         ]
         if let detail = counts.unexpectedDetail { report.notes.append("first unexpected outcome: \(detail)") }
         return report
@@ -138,7 +157,7 @@ public enum SoakScenario {
             ("empty.jpg", Data()),
             ("text.png", Data("<html>not an image</html>".utf8)),
             ("junk.jpg", Data([0xFF, 0xD8, 0xFF]) + Data(repeating: 0x5A, count: 300)),
-            ("header-only.jpg", jpeg.prefix(20)),
+            ("header-only.jpg", jpeg.prefix(20))
         ]
         var urls = try files.map { name, data -> URL in
             let url = folder.appendingPathComponent(name)

@@ -16,8 +16,10 @@ public enum ThroughputScenario {
         public let failures: Int
     }
 
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "throughput")
         ProcessStats.resetPeakRSS()
         var totalImages = 0, totalSeconds = 0.0, scenarioPeak = 0
@@ -37,7 +39,7 @@ public enum ThroughputScenario {
                 ("p99Ms", .number(measurement.latency.p99 * 1000, digits: 1)),
                 ("cpuPercent", .number(measurement.cpuPercent, digits: 0)),
                 ("peakRSSMB", .number(Double(measurement.peakRSS) / 1_048_576, digits: 0)),
-                ("failures", .int(measurement.failures)),
+                ("failures", .int(measurement.failures))
             ]
             if settings.compare {
                 // Like for like: vipsthumbnail decodes, encodes a JPEG and writes it, so VipsLoad
@@ -45,12 +47,16 @@ public enum ThroughputScenario {
                 progress("throughput: \(corpusClass.name) (VipsLoad with JPEG encode + write)")
                 let written = await measure(corpusClass, settings: settings, writingJPEG: true)
                 progress("throughput: \(corpusClass.name) (vipsthumbnail)")
-                if let peer = VipsthumbnailPeer.measure(corpusClass.files, size: settings.size, repeats: settings.repeats) {
-                    row += [("writtenImagesPerSecond", .number(written.imagesPerSecond, digits: 1)),
-                            ("writtenPeakRSSMB", .number(Double(written.peakRSS) / 1_048_576, digits: 0)),
-                            ("vipsthumbnailImagesPerSecond", .number(peer.imagesPerSecond, digits: 1)),
-                            ("vipsthumbnailPeakRSSMB", .number(Double(peer.peakRSS) / 1_048_576, digits: 0)),
-                            ("ratio", .number(written.imagesPerSecond / peer.imagesPerSecond, digits: 2))]
+                if let peer = VipsthumbnailPeer.measure(
+                    corpusClass.files, size: settings.size, repeats: settings.repeats)
+                {
+                    row += [
+                        ("writtenImagesPerSecond", .number(written.imagesPerSecond, digits: 1)),
+                        ("writtenPeakRSSMB", .number(Double(written.peakRSS) / 1_048_576, digits: 0)),
+                        ("vipsthumbnailImagesPerSecond", .number(peer.imagesPerSecond, digits: 1)),
+                        ("vipsthumbnailPeakRSSMB", .number(Double(peer.peakRSS) / 1_048_576, digits: 0)),
+                        ("ratio", .number(written.imagesPerSecond / peer.imagesPerSecond, digits: 2))
+                    ]
                 } else {
                     report.notes.append("vipsthumbnail is not available: no comparison for \(corpusClass.name)")
                 }
@@ -62,12 +68,13 @@ public enum ThroughputScenario {
             ("concurrency", .int(settings.concurrency)),
             ("repeats", .int(settings.repeats)),
             ("imagesPerSecond", .number(totalSeconds > 0 ? Double(totalImages) / totalSeconds : 0, digits: 1)),
-            ("peakRSSMB", .number(Double(scenarioPeak) / 1_048_576, digits: 0)),
+            ("peakRSSMB", .number(Double(scenarioPeak) / 1_048_576, digits: 0))
         ]
         if settings.compare {
-            report.notes.append("ratio = VipsLoad images/s ÷ vipsthumbnail images/s, both measured in this run and both "
-                                + "decoding, encoding a JPEG (quality 75) and writing it (writtenImagesPerSecond); "
-                                + "imagesPerSecond is VipsLoad's decode to a bitmap alone")
+            report.notes.append(
+                "ratio = VipsLoad images/s ÷ vipsthumbnail images/s, both measured in this run and both "
+                    + "decoding, encoding a JPEG (quality 75) and writing it (writtenImagesPerSecond); "
+                    + "imagesPerSecond is VipsLoad's decode to a bitmap alone")
         }
         return report
     }
@@ -75,15 +82,19 @@ public enum ThroughputScenario {
     /// Median over `settings.repeats` runs of one class; latencies pooled.
     /// With `writingJPEG`, each bitmap is also encoded as a quality-75 JPEG and written to a
     /// temporary folder (removed afterwards), as a thumbnailer does.
-    static func measure(_ corpusClass: CorpusClass, settings: BenchmarkSettings, writingJPEG: Bool = false) async -> Measurement {
+    static func measure(
+        _ corpusClass: CorpusClass, settings: BenchmarkSettings, writingJPEG: Bool = false
+    ) async -> Measurement {
         var rates: [Double] = [], cpu: [Double] = [], latencies: [Double] = []
         var failures = 0, seconds: [Double] = []
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-bench-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-bench-\(UUID().uuidString)")
         if writingJPEG { try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
         defer { if writingJPEG { try? FileManager.default.removeItem(at: folder) } }
         ProcessStats.resetPeakRSS()
         for _ in 0..<settings.repeats {
-            let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: settings.concurrency, memoryCache: nil))
+            let pipeline = ImagePipeline(
+                configuration: .init(decodeConcurrency: settings.concurrency, memoryCache: nil))
             let requests = corpusClass.files.map {
                 ImageRequest(path: $0.path, size: .maxPixelSize(settings.size), options: .disableMemoryCache)
             }
@@ -103,10 +114,11 @@ public enum ThroughputScenario {
             failures = max(failures, result.failures)
         }
         let rate = LatencyStatistics.median(rates)
-        return Measurement(imagesPerSecond: rate,
-                           megabytesPerSecond: Double(corpusClass.bytes) / 1_048_576 / LatencyStatistics.median(seconds),
-                           latency: LatencyStatistics(latencies), cpuPercent: LatencyStatistics.median(cpu),
-                           peakRSS: ProcessStats.peakRSS, failures: failures)
+        return Measurement(
+            imagesPerSecond: rate,
+            megabytesPerSecond: Double(corpusClass.bytes) / 1_048_576 / LatencyStatistics.median(seconds),
+            latency: LatencyStatistics(latencies), cpuPercent: LatencyStatistics.median(cpu),
+            peakRSS: ProcessStats.peakRSS, failures: failures)
     }
 }
 
@@ -117,8 +129,10 @@ enum ClosedLoop {
         var failures = 0
     }
 
-    static func run<Item: Sendable>(_ items: [Item], workers: Int,
-                                    _ body: @escaping @Sendable (Item) async throws -> Void) async -> Result {
+    static func run<Item: Sendable>(
+        _ items: [Item], workers: Int,
+        _ body: @escaping @Sendable (Item) async throws -> Void
+    ) async -> Result {
         let next = Counter()
         return await withTaskGroup(of: Result.self) { group in
             for _ in 0..<max(1, min(workers, items.count)) {

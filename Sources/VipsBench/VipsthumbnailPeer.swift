@@ -12,8 +12,11 @@ public enum VipsthumbnailPeer {
     /// vipsthumbnail is missing and cannot be installed.
     public static func measure(_ files: [URL], size: Int, repeats: Int) -> Measurement? {
         guard !files.isEmpty, PeerProcess.ensure("vipsthumbnail", package: "libvips-tools") else { return nil }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-bench-\(UUID().uuidString)")
-        guard (try? FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)) != nil else { return nil }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vipsload-bench-\(UUID().uuidString)")
+        guard (try? FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)) != nil else {
+            return nil
+        }
         defer { try? FileManager.default.removeItem(at: output) }
         var rates: [Double] = [], peak = 0
         for _ in 0..<max(1, repeats) {

@@ -5,8 +5,10 @@ import VipsLoad
 /// `image(for:)` — called from the main actor (as an app's UI code would) and
 /// from a pool of tasks.
 public enum WarmScenario {
-    public static func run(_ classes: [CorpusClass], settings: BenchmarkSettings,
-                           progress: @escaping @Sendable (String) -> Void) async -> ScenarioReport {
+    public static func run(
+        _ classes: [CorpusClass], settings: BenchmarkSettings,
+        progress: @escaping @Sendable (String) -> Void
+    ) async -> ScenarioReport {
         var report = ScenarioReport(scenario: "warm")
         let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: settings.concurrency))
         let requests = classes.flatMap(\.files).map { ImageRequest(path: $0.path, size: .maxPixelSize(settings.size)) }
@@ -52,7 +54,7 @@ public enum WarmScenario {
             ("mainActorHitsPerSecond", .number(LatencyStatistics.median(mainRates), digits: 0)),
             ("taskPoolHitsPerSecond", .number(LatencyStatistics.median(poolRates), digits: 0)),
             ("taskPoolTasks", .int(settings.concurrency)),
-            ("decodes", .int(metrics.decodesStarted)),
+            ("decodes", .int(metrics.decodesStarted))
         ]
         return report
     }

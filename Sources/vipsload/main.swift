@@ -35,7 +35,7 @@ arguments.removeFirst()
 let commands: [String: ([String]) async throws(ArgumentParser.UsageError) -> Int32] = [
     "info": InfoCommand.run,
     "thumb": ThumbCommand.run,
-    "corpus": CorpusCommand.run,
+    "corpus": CorpusCommand.run
 ]
 
 if command == "--version" || command == "-V" || command == "version" {
@@ -43,8 +43,10 @@ if command == "--version" || command == "-V" || command == "version" {
     exit(0)
 }
 if command == "help", let topic = arguments.first {
-    let usages = ["info": InfoCommand.usage, "thumb": ThumbCommand.usage, "bench": BenchCommand.usage,
-                  "corpus": CorpusCommand.usage, "version": "usage: vipsload version | --version | -V", "help": usage]
+    let usages = [
+        "info": InfoCommand.usage, "thumb": ThumbCommand.usage, "bench": BenchCommand.usage,
+        "corpus": CorpusCommand.usage, "version": "usage: vipsload version | --version | -V", "help": usage
+    ]
     guard let text = usages[topic] else {
         Terminal.err("vipsload help: unknown command '\(topic)'\n\n\(usage)")
         exit(2)

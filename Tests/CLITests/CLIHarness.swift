@@ -22,8 +22,10 @@ struct CLIHarness {
     /// Variables of job engines that assign shards; removed from a child's
     /// environment unless a test sets them, so a test run inside a Slurm or
     /// Kubernetes job is not sharded by its host.
-    static let shardVariables = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT",
-                                 "SLURM_ARRAY_TASK_STEP", "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE"]
+    static let shardVariables = [
+        "JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_STEP", "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE"
+    ]
 
     /// The environment for a child: this process's, without shard variables, plus `extra`.
     static func environment(_ extra: [String: String] = [:]) -> [String: String] {
@@ -47,8 +49,10 @@ struct CLIHarness {
     }
 
     /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing).
-    static func run(_ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:],
-                    file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    static func run(
+        _ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -68,12 +72,15 @@ struct CLIHarness {
         let group = DispatchGroup()
         nonisolated(unsafe) var outData = Data(), errData = Data()
         group.enter()
-        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave()
+        }
         errData = err.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData)
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData)
     }
 
     /// A fresh temporary folder, removed when the test ends.

@@ -35,20 +35,23 @@ final class DocCoverageTests: XCTestCase {
         let symbols = try XCTUnwrap(graph["symbols"] as? [[String: Any]])
         return symbols.compactMap { symbol in
             guard let access = symbol["accessLevel"] as? String, access == "public" || access == "open",
-                  let location = symbol["location"] as? [String: Any], let uri = location["uri"] as? String,
-                  let range = uri.range(of: "/Sources/\(module)/") else { return nil }
+                let location = symbol["location"] as? [String: Any], let uri = location["uri"] as? String,
+                let range = uri.range(of: "/Sources/\(module)/")
+            else { return nil }
             let path = (symbol["pathComponents"] as? [String] ?? []).joined(separator: ".")
             let kind = (symbol["kind"] as? [String: Any])?["identifier"] as? String ?? "?"
             let line = ((location["position"] as? [String: Any])?["line"] as? Int ?? 0) + 1
             let lines = (symbol["docComment"] as? [String: Any])?["lines"] as? [[String: Any]] ?? []
             let text = lines.compactMap { $0["text"] as? String }.joined().trimmingCharacters(in: .whitespaces)
-            return Declaration(module: module, name: path, kind: kind, file: "Sources/\(module)/" + uri[range.upperBound...],
-                               line: line, documented: !text.isEmpty)
+            return Declaration(
+                module: module, name: path, kind: kind, file: "Sources/\(module)/" + uri[range.upperBound...],
+                line: line, documented: !text.isEmpty)
         }
     }
 
     private static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     private static func toolchainTool(_ name: String) -> String? {
@@ -74,7 +77,8 @@ final class DocCoverageTests: XCTestCase {
     }
 
     func testEveryPublicDeclarationOfTheLibrariesHasADocComment() throws {
-        let extractor = try XCTUnwrap(Self.toolchainTool("swift-symbolgraph-extract"), "the toolchain's swift-symbolgraph-extract")
+        let extractor = try XCTUnwrap(
+            Self.toolchainTool("swift-symbolgraph-extract"), "the toolchain's swift-symbolgraph-extract")
         let pkgConfig = try XCTUnwrap(Self.toolchainTool("pkg-config"), "pkg-config (scripts/setup.sh installs it)")
         let includes = try Self.run(pkgConfig, ["--cflags-only-I", "vips"]).output
             .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
@@ -82,13 +86,16 @@ final class DocCoverageTests: XCTestCase {
         let output = try CLIHarness.temporaryFolder(for: self)
         var all: [Declaration] = []
         for module in Self.modules {
-            var arguments = ["-module-name", module, "-I", modules.path, "-I", Self.packageRoot.appendingPathComponent("CVipsShim").path,
-                             "-I", Self.packageRoot.appendingPathComponent("CTurboJPEG").path,
-                             "-I", Self.packageRoot.appendingPathComponent("CWebP").path,
-                             "-I", Self.packageRoot.appendingPathComponent("CSPNG").path,
-                             "-target", "x86_64-unknown-linux-gnu", "-minimum-access-level", "public", "-output-dir", output.path]
+            var arguments = [
+                "-module-name", module, "-I", modules.path, "-I",
+                Self.packageRoot.appendingPathComponent("CVipsShim").path,
+                "-I", Self.packageRoot.appendingPathComponent("CTurboJPEG").path,
+                "-I", Self.packageRoot.appendingPathComponent("CWebP").path,
+                "-I", Self.packageRoot.appendingPathComponent("CSPNG").path,
+                "-target", "x86_64-unknown-linux-gnu", "-minimum-access-level", "public", "-output-dir", output.path
+            ]
             #if arch(arm64)
-            arguments[arguments.firstIndex(of: "x86_64-unknown-linux-gnu")!] = "aarch64-unknown-linux-gnu"
+                arguments[arguments.firstIndex(of: "x86_64-unknown-linux-gnu")!] = "aarch64-unknown-linux-gnu"
             #endif
             for include in includes { arguments += ["-Xcc", include] }
             let result = try Self.run(extractor, arguments)
@@ -98,38 +105,54 @@ final class DocCoverageTests: XCTestCase {
         }
         XCTAssertGreaterThan(all.count, 200, "the symbol graphs hold the libraries' public API")
 
-        let pendingText = (try? String(contentsOf: Self.packageRoot.appendingPathComponent("docs/doc-coverage-pending.txt"), encoding: .utf8)) ?? ""
-        let pending = Set(pendingText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") })
+        let pendingText =
+            (try? String(
+                contentsOf: Self.packageRoot.appendingPathComponent("docs/doc-coverage-pending.txt"), encoding: .utf8))
+            ?? ""
+        let pending = Set(
+            pendingText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") })
         let undocumented = all.filter { !$0.documented }
         let documentedCount = all.count - undocumented.count
-        print(String(format: "doc coverage: %d of %d public declarations documented (%.1f%%)", documentedCount, all.count,
-                     100 * Double(documentedCount) / Double(all.count)))
+        print(
+            String(
+                format: "doc coverage: %d of %d public declarations documented (%.1f%%)", documentedCount, all.count,
+                100 * Double(documentedCount) / Double(all.count)))
         for declaration in undocumented.sorted(by: { ($0.file, $0.line) < ($1.file, $1.line) }) {
-            print("\(declaration.location): undocumented: \(declaration.module).\(declaration.name) (\(declaration.kind))"
-                  + (pending.contains(declaration.key) ? " [pending]" : ""))
+            print(
+                "\(declaration.location): undocumented: \(declaration.module).\(declaration.name) (\(declaration.kind))"
+                    + (pending.contains(declaration.key) ? " [pending]" : ""))
         }
         let nowDocumented = pending.subtracting(undocumented.map(\.key))
         for key in nowDocumented.sorted() {
             print("doc coverage: '\(key)' is documented (or gone): remove it from docs/doc-coverage-pending.txt")
         }
         let failures = undocumented.filter { !pending.contains($0.key) }
-        XCTAssertTrue(failures.isEmpty, "public declarations without a doc comment:\n"
-                      + failures.map { "\($0.location): \($0.module).\($0.name) (\($0.kind))" }.joined(separator: "\n"))
+        XCTAssertTrue(
+            failures.isEmpty,
+            "public declarations without a doc comment:\n"
+                + failures.map { "\($0.location): \($0.module).\($0.name) (\($0.kind))" }.joined(separator: "\n"))
     }
 
     /// The checker itself, on a symbol graph with one of each case.
     func testTheCheckerCountsOnlyPublicDeclarationsOfTheModuleAndSeesMissingComments() throws {
-        func symbol(_ name: String, access: String = "public", file: String? = "/p/Sources/M/A.swift", doc: String? = nil) -> [String: Any] {
-            var symbol: [String: Any] = ["accessLevel": access, "pathComponents": ["T", name], "kind": ["identifier": "swift.property"]]
+        func symbol(
+            _ name: String, access: String = "public", file: String? = "/p/Sources/M/A.swift", doc: String? = nil
+        ) -> [String: Any] {
+            var symbol: [String: Any] = [
+                "accessLevel": access, "pathComponents": ["T", name], "kind": ["identifier": "swift.property"]
+            ]
             if let file { symbol["location"] = ["uri": "file://" + file, "position": ["line": 9, "character": 4]] }
             if let doc { symbol["docComment"] = ["lines": [["text": doc]]] }
             return symbol
         }
-        let graph: [String: Any] = ["symbols": [
-            symbol("documented", doc: "Says what it is."), symbol("bare"), symbol("blank", doc: "  "),
-            symbol("hidden", access: "internal"), symbol("synthesised", file: nil), symbol("reexported", file: "/p/Sources/N/B.swift"),
-        ]]
+        let graph: [String: Any] = [
+            "symbols": [
+                symbol("documented", doc: "Says what it is."), symbol("bare"), symbol("blank", doc: "  "),
+                symbol("hidden", access: "internal"), symbol("synthesised", file: nil),
+                symbol("reexported", file: "/p/Sources/N/B.swift")
+            ]
+        ]
         let found = try Self.declarations(inSymbolGraph: JSONSerialization.data(withJSONObject: graph), module: "M")
         XCTAssertEqual(found.map(\.name), ["T.documented", "T.bare", "T.blank"])
         XCTAssertEqual(found.map(\.documented), [true, false, false])

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 final class InfoCommandTests: XCTestCase {
     func testTextAndJSONLinesWithFailuresReportedPerInput() throws {
@@ -18,7 +18,9 @@ final class InfoCommandTests: XCTestCase {
         XCTAssertEqual(result.status, 1, "any failed input makes the exit status 1")
         let lines = result.stdoutLines
         XCTAssertEqual(lines.count, 4, result.stdout)
-        let objects = try lines.map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let objects = try lines.map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
 
         XCTAssertEqual(objects[0]["input"] as? String, jpeg.path)
         XCTAssertEqual(objects[0]["width"] as? Int, 200, "width after EXIF orientation 6")
@@ -45,10 +47,13 @@ final class InfoCommandTests: XCTestCase {
 
         let failing = try CLIHarness.run(["info", text.path, png.path])
         XCTAssertEqual(failing.status, 1)
-        XCTAssertEqual(failing.stderr, "vipsload info: \(text.path): unsupportedFormat: not a recognised image format\n",
-                       "errors go to stderr, worded as thumb words them")
+        XCTAssertEqual(
+            failing.stderr, "vipsload info: \(text.path): unsupportedFormat: not a recognised image format\n",
+            "errors go to stderr, worded as thumb words them")
         XCTAssertEqual(failing.stdoutLines.count, 1, "only the good input on stdout: \(failing.stdout)")
-        XCTAssertTrue(result.stderr.contains("vipsload info: \(empty.path): emptyInput"), "--json also reports on stderr: \(result.stderr)")
+        XCTAssertTrue(
+            result.stderr.contains("vipsload info: \(empty.path): emptyInput"),
+            "--json also reports on stderr: \(result.stderr)")
     }
 
     func testTooLargeAndTruncatedInputs() throws {
@@ -69,16 +74,19 @@ final class InfoCommandTests: XCTestCase {
         XCTAssertEqual(strict.status, 1)
         XCTAssertTrue(strict.stderr.contains(cut.path), strict.stderr)
         XCTAssertTrue(strict.stderr.contains("truncatedData") || strict.stderr.contains("corruptData"), strict.stderr)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: out.appendingPathComponent("big.jpg").path),
-                      "the good input in the same run is still written")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: out.appendingPathComponent("big.jpg").path),
+            "the good input in the same run is still written")
 
         let lenient = try CLIHarness.run(["thumb", "--out", out.path, cut.path])
         XCTAssertEqual(lenient.status, 0, "without --strict a truncated JPEG decodes what is there: \(lenient.stderr)")
     }
 
     func testUsageErrorsExitTwoAndHelpExitsZero() throws {
-        for arguments in [["info"], ["info", "--bogus", "x"], ["thumb", "--size"], ["thumb", "--size", "0", "x"],
-                          ["thumb", "--format", "bmp", "x"], ["nonsense"], []] {
+        for arguments in [
+            ["info"], ["info", "--bogus", "x"], ["thumb", "--size"], ["thumb", "--size", "0", "x"],
+            ["thumb", "--format", "bmp", "x"], ["nonsense"], []
+        ] {
             let result = try CLIHarness.run(arguments)
             XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
             XCTAssertFalse(result.stderr.isEmpty, "\(arguments) explains the usage error")
@@ -92,12 +100,14 @@ final class InfoCommandTests: XCTestCase {
     func testSVGIsRefusedUnlessAllowedThenRenderedAtTheThumbnailSize() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         let svg = dir.appendingPathComponent("logo.svg")
-        try Data("""
+        try Data(
+            """
             <!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
             <svg xmlns="http://www.w3.org/2000/svg" width="1000" height="500">
               <rect width="1000" height="500" fill="#2060c0"/><circle cx="500" cy="250" r="200" fill="#ffffff"/>
             </svg>
-            """.utf8).write(to: svg)
+            """.utf8
+        ).write(to: svg)
 
         let refused = try CLIHarness.run(["info", svg.path])
         XCTAssertEqual(refused.status, 1)
@@ -108,7 +118,9 @@ final class InfoCommandTests: XCTestCase {
         XCTAssertTrue(allowed.stdout.contains("1000x500 svg"), allowed.stdout)
 
         let out = dir.appendingPathComponent("out")
-        let thumb = try CLIHarness.run(["thumb", "--allow", "svg", "--size", "64", "--format", "png", "--out", out.path, svg.path])
+        let thumb = try CLIHarness.run([
+            "thumb", "--allow", "svg", "--size", "64", "--format", "png", "--out", out.path, svg.path
+        ])
         XCTAssertEqual(thumb.status, 0, thumb.stderr)
         let bitmap = try ImageDecoder().decode(.file(out.appendingPathComponent("logo.png").path))
         XCTAssertEqual([bitmap.width, bitmap.height], [64, 32])

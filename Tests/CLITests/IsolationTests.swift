@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// Isolated decodes (issue 16): `thumb` and `info` decode in worker processes,
 /// so a worker that crashes, hangs or balloons fails only its input and the
@@ -18,7 +18,8 @@ final class IsolationTests: XCTestCase {
     }
 
     /// The JSON object of each input, by input path, and the summary.
-    private func report(_ result: CLIHarness.Result) throws -> (inputs: [String: [String: Any]], summary: [String: Any]) {
+    private func report(_ result: CLIHarness.Result) throws -> (inputs: [String: [String: Any]], summary: [String: Any])
+    {
         var inputs: [String: [String: Any]] = [:]
         var summary: [String: Any] = [:]
         for line in result.stdoutLines {
@@ -40,18 +41,22 @@ final class IsolationTests: XCTestCase {
 
     func testWorkersKilledBySIGSEGVSIGABRTAndSIGKILLFailOnlyTheirInputsAndTheRestAreWritten() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
-        let names = ["a.png", "b__crash-SIGSEGV__.png", "c.png", "d__crash-SIGABRT__.png", "e__crash-SIGKILL__.png", "f.png"]
+        let names = [
+            "a.png", "b__crash-SIGSEGV__.png", "c.png", "d__crash-SIGABRT__.png", "e__crash-SIGKILL__.png", "f.png"
+        ]
         let paths = try names.enumerated().map { try writePNG($0.element, in: folder, seed: $0.offset + 1) }
         let out = folder.appendingPathComponent("out")
         // One worker: every crash must be followed by a fresh worker for the next input.
-        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "-s", "50", "--json", "-o", out.path] + paths,
-                                        environment: faults)
+        let result = try CLIHarness.run(
+            ["thumb", "--isolate", "all", "-j", "1", "-s", "50", "--json", "-o", out.path] + paths,
+            environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
         let (inputs, summary) = try report(result)
         for (path, signal) in [(paths[1], "SIGSEGV"), (paths[3], "SIGABRT"), (paths[4], "SIGKILL")] {
             let failure = error(inputs[path])
             XCTAssertEqual(failure?.kind, "crashed", "\(path): \(result.stdout)")
-            XCTAssertTrue(failure?.message.contains("killed by \(signal)") ?? false, "\(path): \(failure?.message ?? "")")
+            XCTAssertTrue(
+                failure?.message.contains("killed by \(signal)") ?? false, "\(path): \(failure?.message ?? "")")
         }
         for index in [0, 2, 5] {
             XCTAssertEqual(inputs[paths[index]]?["status"] as? String, "written", result.stdout)
@@ -61,8 +66,9 @@ final class IsolationTests: XCTestCase {
 
         // The isolated thumbnail is the one the pipeline makes in-process.
         let inProcess = folder.appendingPathComponent("in-process")
-        let plain = try CLIHarness.run(["thumb", "--isolate", "none", "-s", "50", "-o", inProcess.path, paths[0], paths[2]],
-                                       environment: faults)
+        let plain = try CLIHarness.run(
+            ["thumb", "--isolate", "none", "-s", "50", "-o", inProcess.path, paths[0], paths[2]],
+            environment: faults)
         XCTAssertEqual(plain.status, 0, plain.stderr)
         for name in ["a.jpg", "c.jpg"] {
             let isolated = try ImageDecoder().decode(.file(out.appendingPathComponent(name).path))
@@ -77,13 +83,16 @@ final class IsolationTests: XCTestCase {
         let hang = try writePNG("a__hang__.png", in: folder)
         let next = try writePNG("b.png", in: folder, seed: 2)
         let out = folder.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "--json", "-o", out.path, hang, next],
-                                        environment: faults)
+        let result = try CLIHarness.run(
+            ["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "--json", "-o", out.path, hang, next],
+            environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
         let (inputs, _) = try report(result)
         XCTAssertEqual(error(inputs[hang])?.kind, "timedOut", result.stdout)
         XCTAssertTrue(error(inputs[hang])?.message.contains("longer than 2 s") ?? false, result.stdout)
-        XCTAssertEqual(inputs[next]?["status"] as? String, "written", "the replacement worker decoded the next input: \(result.stdout)")
+        XCTAssertEqual(
+            inputs[next]?["status"] as? String, "written",
+            "the replacement worker decoded the next input: \(result.stdout)")
         XCTAssertTrue(FileManager.default.fileExists(atPath: out.appendingPathComponent("b.jpg").path))
     }
 
@@ -92,16 +101,20 @@ final class IsolationTests: XCTestCase {
         let balloon = try writePNG("a__balloon__.png", in: folder)
         let next = try writePNG("b.png", in: folder, seed: 2)
         let out = folder.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--isolate", "all", "-j", "1", "--worker-memory", "512", "--timeout", "600",
-                                         "--json", "-o", out.path, balloon, next], environment: faults)
+        let result = try CLIHarness.run(
+            [
+                "thumb", "--isolate", "all", "-j", "1", "--worker-memory", "512", "--timeout", "600",
+                "--json", "-o", out.path, balloon, next
+            ], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
         let (inputs, _) = try report(result)
         let failure = error(inputs[balloon])
         XCTAssertEqual(failure?.kind, "crashed", result.stdout)
         XCTAssertTrue(failure?.message.contains("capped at 512 MB") ?? false, failure?.message ?? "")
         // The worker's own word that allocation failed below the cap (not a timeout, not the machine's memory).
-        let reached = try XCTUnwrap(result.stderr.range(of: #"out of memory after (\d+) MB"#, options: .regularExpression),
-                                    result.stderr)
+        let reached = try XCTUnwrap(
+            result.stderr.range(of: #"out of memory after (\d+) MB"#, options: .regularExpression),
+            result.stderr)
         let megabytes = try XCTUnwrap(Int(result.stderr[reached].split(separator: " ")[4]))
         XCTAssertLessThan(megabytes, 512)
         XCTAssertEqual(inputs[next]?["status"] as? String, "written", result.stdout)
@@ -110,18 +123,23 @@ final class IsolationTests: XCTestCase {
     func testOptInFormatsAreIsolatedByDefaultAndHardenedOnesAreNot() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let svg = folder.appendingPathComponent("a__crash-SIGSEGV__.svg")
-        try Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#.utf8)
-            .write(to: svg)
+        try Data(
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#
+                .utf8
+        )
+        .write(to: svg)
         let png = try writePNG("b__crash-SIGSEGV__.png", in: folder)
         let out = folder.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--allow", "svg", "--json", "-o", out.path, svg.path, png], environment: faults)
+        let result = try CLIHarness.run(
+            ["thumb", "--allow", "svg", "--json", "-o", out.path, svg.path, png], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
         let (inputs, _) = try report(result)
         XCTAssertEqual(error(inputs[svg.path])?.kind, "crashed", "SVG goes to a worker: \(result.stdout)")
         XCTAssertEqual(inputs[png]?["status"] as? String, "written", "PNG decodes in-process: \(result.stdout)")
 
         // Off: the SVG decodes in-process too.
-        let off = try CLIHarness.run(["thumb", "--allow", "svg", "--isolate", "none", "-o", out.path, svg.path], environment: faults)
+        let off = try CLIHarness.run(
+            ["thumb", "--allow", "svg", "--isolate", "none", "-o", out.path, svg.path], environment: faults)
         XCTAssertEqual(off.status, 0, off.stderr)
 
         // `info` isolates the same way.
@@ -147,19 +165,24 @@ final class IsolationTests: XCTestCase {
     func testIsolatedDecodesKeepMetadataAndEveryFrameAsInProcessOnesDo() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let rotated = folder.appendingPathComponent("rotated.jpg")
-        try ImageSynthesizer.data(width: 120, height: 80, seed: 5, iccProfile: "p3", format: .jpeg(orientation: 6)).write(to: rotated)
+        try ImageSynthesizer.data(width: 120, height: 80, seed: 5, iccProfile: "p3", format: .jpeg(orientation: 6))
+            .write(to: rotated)
         let frames = try [UInt8(0), 120, 240].map { level in
             try Bitmap(width: 90, height: 60, channels: 3, pixels: [UInt8](repeating: level, count: 90 * 60 * 3))
         }
         let gif = folder.appendingPathComponent("clip.gif")
-        try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [50, 60, 70], loopCount: 3), as: .gif).data.write(to: gif)
+        try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [50, 60, 70], loopCount: 3), as: .gif).data
+            .write(to: gif)
 
-        for (flags, input, output) in [(["--keep-metadata"], rotated, "rotated.jpg"),
-                                       (["--animated", "--format", "gif"], gif, "clip.gif")] {
+        for (flags, input, output) in [
+            (["--keep-metadata"], rotated, "rotated.jpg"),
+            (["--animated", "--format", "gif"], gif, "clip.gif")
+        ] {
             var outputs: [Data] = []
             for isolate in ["all", "none"] {
                 let out = folder.appendingPathComponent("out-\(isolate)")
-                let result = try CLIHarness.run(["thumb", "--isolate", isolate, "-s", "40", "-o", out.path] + flags + [input.path])
+                let result = try CLIHarness.run(
+                    ["thumb", "--isolate", isolate, "-s", "40", "-o", out.path] + flags + [input.path])
                 XCTAssertEqual(result.status, 0, result.stderr)
                 outputs.append(try Data(contentsOf: out.appendingPathComponent(output)))
             }
@@ -168,7 +191,8 @@ final class IsolationTests: XCTestCase {
         // And what they kept is really there: the EXIF block (orientation reset) and three frames.
         let kept = try ImageDecoder().metadata(.file(folder.appendingPathComponent("out-all/rotated.jpg").path))
         XCTAssertNotNil(kept.exif)
-        let animation = try ImageDecoder().decodeAnimation(.file(folder.appendingPathComponent("out-all/clip.gif").path))
+        let animation = try ImageDecoder().decodeAnimation(
+            .file(folder.appendingPathComponent("out-all/clip.gif").path))
         XCTAssertEqual(animation.frameCount, 3)
     }
 
@@ -176,8 +200,10 @@ final class IsolationTests: XCTestCase {
     private func runningChildren(of parent: pid_t) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.range(of: ")", options: .backwards) else { return nil }
+            guard let pid = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.range(of: ")", options: .backwards)
+            else { return nil }
             let fields = stat[close.upperBound...].split(separator: " ")
             guard fields.count > 1, fields[0] != "Z", pid_t(fields[1]) == parent else { return nil }
             return pid
@@ -198,11 +224,18 @@ final class IsolationTests: XCTestCase {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let hang = try writePNG("a__hang__.png", in: folder)
         for (number, status) in [(SIGTERM, Int32(143)), (SIGINT, Int32(130)), (SIGKILL, Int32(-1))] {
-            let parent = try CLIHarness.start(["thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path, hang],
-                                              environment: faults)
+            let parent = try CLIHarness.start(
+                [
+                    "thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path,
+                    hang
+                ],
+                environment: faults)
             var workers: [pid_t] = []
-            XCTAssertTrue(eventually(60) { workers = runningChildren(of: parent.processIdentifier); return !workers.isEmpty },
-                          "a worker started")
+            XCTAssertTrue(
+                eventually(60) {
+                    workers = runningChildren(of: parent.processIdentifier); return !workers.isEmpty
+                },
+                "a worker started")
             kill(parent.processIdentifier, number)
             parent.waitUntilExit()
             if status >= 0 {
@@ -211,13 +244,15 @@ final class IsolationTests: XCTestCase {
                 XCTAssertEqual(parent.terminationReason, .uncaughtSignal)
             }
             // Killed by its parent (SIGTERM), or ending itself once the parent is gone (SIGKILL).
-            XCTAssertTrue(eventually(60) {
-                workers.allSatisfy { pid in
-                    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                          let close = stat.range(of: ")", options: .backwards) else { return true }
-                    return stat[close.upperBound...].split(separator: " ").first == "Z"
-                }
-            }, "workers \(workers) ended after signal \(number)")
+            XCTAssertTrue(
+                eventually(60) {
+                    workers.allSatisfy { pid in
+                        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                            let close = stat.range(of: ")", options: .backwards)
+                        else { return true }
+                        return stat[close.upperBound...].split(separator: " ").first == "Z"
+                    }
+                }, "workers \(workers) ended after signal \(number)")
         }
     }
 
@@ -228,9 +263,13 @@ final class IsolationTests: XCTestCase {
         var generator = SplitMix64(seed: 16)
         let png = try ImageSynthesizer.data(width: 64, height: 48, seed: 3, format: .png())
         let jpeg = try ImageSynthesizer.data(width: 64, height: 48, seed: 4, format: .jpeg())
-        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><circle cx="32" cy="24" r="20" fill="blue"/></svg>"#.utf8)
-        let prefixes: [Data] = [Data("%PDF-1.4\n".utf8), Data([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]),
-                                Data([0xFF, 0x4F, 0xFF, 0x51]), Data("<svg ".utf8), Data()]
+        let svg = Data(
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><circle cx="32" cy="24" r="20" fill="blue"/></svg>"#
+                .utf8)
+        let prefixes: [Data] = [
+            Data("%PDF-1.4\n".utf8), Data([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]),
+            Data([0xFF, 0x4F, 0xFF, 0x51]), Data("<svg ".utf8), Data()
+        ]
         var paths: [String] = []
         for index in 0..<60 {
             var bytes: Data
@@ -240,18 +279,26 @@ final class IsolationTests: XCTestCase {
             case 2: bytes = generator.mutate(png)
             default: bytes = generator.mutate(jpeg)
             }
-            if index % 4 != 0, generator.next() % 3 == 0 { bytes = bytes.prefix(Int(generator.next() % UInt64(bytes.count + 1))) }
+            if index % 4 != 0, generator.next() % 3 == 0 {
+                bytes = bytes.prefix(Int(generator.next() % UInt64(bytes.count + 1)))
+            }
             let url = folder.appendingPathComponent(String(format: "input-%02d", index))
             try bytes.write(to: url)
             paths.append(url.path)
         }
         let out = folder.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--allow", "svg,pdf,jp2k", "--isolate", "all", "--timeout", "60", "-s", "32",
-                                         "--json", "-o", out.path] + paths)
-        XCTAssertTrue(result.status == 0 || result.status == 1, "the parent exited normally, not \(result.status): \(result.stderr)")
+        let result = try CLIHarness.run(
+            [
+                "thumb", "--allow", "svg,pdf,jp2k", "--isolate", "all", "--timeout", "60", "-s", "32",
+                "--json", "-o", out.path
+            ] + paths)
+        XCTAssertTrue(
+            result.status == 0 || result.status == 1,
+            "the parent exited normally, not \(result.status): \(result.stderr)")
         let (inputs, summary) = try report(result)
         XCTAssertEqual(Set(inputs.keys), Set(paths), "every input reported")
-        XCTAssertEqual((summary["written"] as? Int ?? -1) + (summary["failed"] as? Int ?? -1), paths.count, result.stdout)
+        XCTAssertEqual(
+            (summary["written"] as? Int ?? -1) + (summary["failed"] as? Int ?? -1), paths.count, result.stdout)
         XCTAssertGreaterThan(summary["failed"] as? Int ?? 0, 0, "random bytes fail")
     }
 }

@@ -17,7 +17,8 @@ final class SystemInfoTests: XCTestCase {
 
         let json = try CLIHarness.run(["info", "--system", "--json"])
         XCTAssertEqual(json.status, 0, json.stderr)
-        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        let object = try XCTUnwrap(
+            JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
         XCTAssertEqual(object["usableCPUs"] as? Int, resources.usableCPUs)
         XCTAssertEqual(object["decodeConcurrency"] as? Int, resources.usableCPUs)
         XCTAssertEqual(object["memoryLimit"] as? Int, resources.memoryLimit)
@@ -28,7 +29,11 @@ final class SystemInfoTests: XCTestCase {
     }
 
     func testUnderTasksetItReportsOneUsableCPU() throws {
-        guard let taskset = ["/usr/bin/taskset", "/bin/taskset"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        guard
+            let taskset = ["/usr/bin/taskset", "/bin/taskset"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             throw XCTSkip("taskset (util-linux) is not installed")
         }
         let cpu = try XCTUnwrap(SystemResources.current.affinityCPUs?.last)
@@ -41,9 +46,11 @@ final class SystemInfoTests: XCTestCase {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)
-        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any], String(decoding: data, as: UTF8.self))
+        let object = try XCTUnwrap(
+            JSONSerialization.jsonObject(with: data) as? [String: Any], String(decoding: data, as: UTF8.self))
         XCTAssertEqual(object["usableCPUs"] as? Int, 1)
         XCTAssertEqual(object["affinityCPUs"] as? [Int], [cpu])
-        XCTAssertEqual(object["decodeConcurrency"] as? Int, 1, "thumb --jobs and bench --concurrency default to the same")
+        XCTAssertEqual(
+            object["decodeConcurrency"] as? Int, 1, "thumb --jobs and bench --concurrency default to the same")
     }
 }

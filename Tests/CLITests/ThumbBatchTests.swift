@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// `vipsload thumb` as a batch worker, on real files: stable names, clashes,
 /// atomic writes under SIGKILL, resumable runs, JSON reports.
@@ -20,7 +20,8 @@ final class ThumbBatchTests: XCTestCase {
         let all = (try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? []
         return all.filter { path in
             var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(
+                atPath: folder.appendingPathComponent(path).path, isDirectory: &isDirectory)
             return !isDirectory.boolValue && !path.hasPrefix(".vipsload")
         }.sorted()
     }
@@ -52,13 +53,18 @@ final class ThumbBatchTests: XCTestCase {
         try write(200, 300, seed: 5, .gif, to: photos.appendingPathComponent("coffee.gif"))
         let second = try CLIHarness.run(["thumb", "-s", "60", "-o", out.path, photos.path])
         XCTAssertEqual(second.status, 1, "a clash fails the run: \(second.stderr)")
-        let png = photos.appendingPathComponent("coffee.png").path, gif = photos.appendingPathComponent("coffee.gif").path
+        let png = photos.appendingPathComponent("coffee.png").path,
+            gif = photos.appendingPathComponent("coffee.gif").path
         XCTAssertTrue(second.stderr.contains("\(png): nameClash: coffee.jpg is also the name of \(gif)"), second.stderr)
         XCTAssertTrue(second.stderr.contains("\(gif): nameClash: coffee.jpg is also the name of \(png)"), second.stderr)
-        XCTAssertTrue(second.stderr.contains("2 inputs clash on 1 output name; none of them was written. Separate them with --name '%d/%s.%e'"),
-                      second.stderr)
+        XCTAssertTrue(
+            second.stderr.contains(
+                "2 inputs clash on 1 output name; none of them was written. Separate them with --name '%d/%s.%e'"),
+            second.stderr)
         XCTAssertTrue(second.stderr.contains("1 written, 2 skipped, 2 failed"), second.stderr)
-        XCTAssertEqual(try size(of: out.appendingPathComponent("coffee.jpg")), [60, 40], "still the PNG's thumbnail, not the GIF's")
+        XCTAssertEqual(
+            try size(of: out.appendingPathComponent("coffee.jpg")), [60, 40], "still the PNG's thumbnail, not the GIF's"
+        )
         XCTAssertEqual(outputs(out), ["apple.jpg", "coffee.jpg", "tea.jpg", "trip/tea.jpg"])
 
         let separated = try CLIHarness.run(["thumb", "-s", "60", "-o", out.path, "--name", "%d/%s.%e", photos.path])
@@ -84,7 +90,8 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertEqual(templated.status, 0, templated.stderr)
         let hashed = try XCTUnwrap(outputs(out).first { $0.hasPrefix("2024/") }, "\(outputs(out))")
         XCTAssertTrue(hashed.hasPrefix("2024/_beach_webp_thumb_") && hashed.hasSuffix("_100%.jpg"), hashed)
-        XCTAssertEqual(hashed.count, "2024/_beach_webp_thumb_".count + 8 + "_100%.jpg".count, "%h is 8 hex digits: \(hashed)")
+        XCTAssertEqual(
+            hashed.count, "2024/_beach_webp_thumb_".count + 8 + "_100%.jpg".count, "%h is 8 hex digits: \(hashed)")
         let again = try CLIHarness.run(["thumb", "-F", "-o", out.path, "-n", "%p/%s_%e_thumb_%h_100%%", beach])
         XCTAssertEqual(again.status, 0)
         XCTAssertEqual(outputs(out).filter { $0.hasPrefix("2024/") }, [hashed], "%h is stable across runs")
@@ -119,13 +126,16 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertTrue(resized.stderr.contains("3 written, 0 skipped"), "a new --size is not skipped: \(resized.stderr)")
         XCTAssertEqual(try size(of: out.appendingPathComponent("p0.jpg")), [50, 37])
         let reformatted = try CLIHarness.run(["thumb", "-s", "50", "-Q", "40", "-o", out.path, input.path])
-        XCTAssertTrue(reformatted.stderr.contains("3 written, 0 skipped"), "a new --quality is not skipped: \(reformatted.stderr)")
+        XCTAssertTrue(
+            reformatted.stderr.contains("3 written, 0 skipped"), "a new --quality is not skipped: \(reformatted.stderr)"
+        )
 
         // A source rewritten after its thumbnail is made again; the others are not.
         try write(300, 300, seed: 20, .jpeg(), to: input.appendingPathComponent("p1.jpg"))
         let changed = try CLIHarness.run(["thumb", "-v", "-s", "50", "-Q", "40", "-o", out.path, input.path])
         XCTAssertTrue(changed.stderr.contains("1 written, 2 skipped"), changed.stderr)
-        XCTAssertTrue(changed.stderr.contains("\(input.appendingPathComponent("p1.jpg").path) -> p1.jpg (50x50"), changed.stderr)
+        XCTAssertTrue(
+            changed.stderr.contains("\(input.appendingPathComponent("p1.jpg").path) -> p1.jpg (50x50"), changed.stderr)
         XCTAssertEqual(try size(of: out.appendingPathComponent("p1.jpg")), [50, 50])
 
         // An output replaced by hand is made again, and --force redoes everything.
@@ -146,7 +156,8 @@ final class ThumbBatchTests: XCTestCase {
         for run in 1...2 {
             let result = try CLIHarness.run(["thumb", "-s", "50", "-o", out.path, library.path])
             XCTAssertEqual(result.status, 0, result.stderr)
-            XCTAssertTrue(result.stderr.contains(run == 1 ? "2 written, 0 skipped" : "0 written, 2 skipped"), result.stderr)
+            XCTAssertTrue(
+                result.stderr.contains(run == 1 ? "2 written, 0 skipped" : "0 written, 2 skipped"), result.stderr)
         }
         XCTAssertEqual(outputs(out), ["a.jpg", "b/c.jpg"], "no thumbnails of thumbnails")
     }
@@ -187,13 +198,17 @@ final class ThumbBatchTests: XCTestCase {
             .replacingOccurrences(of: ".", with: "_")
         let temporary = out.appendingPathComponent(".vipsload-tmp")
         try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-        try Data("half a PNG".utf8).write(to: temporary.appendingPathComponent("\(hostName).\(process.processIdentifier).99.tmp"))
+        try Data("half a PNG".utf8).write(
+            to: temporary.appendingPathComponent("\(hostName).\(process.processIdentifier).99.tmp"))
 
         let rerun = try CLIHarness.run(["thumb", "-j", "1", "-s", "1200", "-f", "png", "-o", out.path, input.path])
         XCTAssertEqual(rerun.status, 0, rerun.stderr)
         XCTAssertEqual(outputs(out).count, count, "the rerun finished the rest")
-        XCTAssertFalse(rerun.stderr.contains("\(count) written"), "what the killed run finished is skipped: \(rerun.stderr)")
-        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent(".vipsload-tmp").path)) ?? []
+        XCTAssertFalse(
+            rerun.stderr.contains("\(count) written"), "what the killed run finished is skipped: \(rerun.stderr)")
+        let leftovers =
+            (try? FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent(".vipsload-tmp").path))
+            ?? []
         XCTAssertEqual(leftovers, [], "no temporary file is left after the rerun")
         XCTAssertFalse(FileManager.default.fileExists(atPath: out.appendingPathComponent(".vipsload-tmp").path))
     }
@@ -205,7 +220,9 @@ final class ThumbBatchTests: XCTestCase {
         let bad = dir.appendingPathComponent("bad.png")
         try Data("not a png".utf8).write(to: bad)
         let out = dir.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--json", "--progress", "-s", "64", "-o", out.path, good.path, bad.path])
+        let result = try CLIHarness.run([
+            "thumb", "--json", "--progress", "-s", "64", "-o", out.path, good.path, bad.path
+        ])
         XCTAssertEqual(result.status, 1)
         let objects = try jsonObjects(result)
         XCTAssertEqual(objects.count, 3, result.stdout)
@@ -215,7 +232,11 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertEqual(written["width"] as? Int, 64)
         XCTAssertEqual(written["height"] as? Int, 48)
         let bytes = try XCTUnwrap(written["bytes"] as? Int)
-        XCTAssertEqual(bytes, try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out.appendingPathComponent("good.jpg").path)[.size] as? Int))
+        XCTAssertEqual(
+            bytes,
+            try XCTUnwrap(
+                FileManager.default.attributesOfItem(atPath: out.appendingPathComponent("good.jpg").path)[.size] as? Int
+            ))
         XCTAssertNotNil(written["ms"] as? Double)
         let failed = try XCTUnwrap(objects.first { $0["status"] as? String == "failed" })
         XCTAssertEqual(failed["input"] as? String, bad.path)
@@ -248,7 +269,8 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertEqual([bitmap.width, bitmap.height], [100, 50])
         XCTAssertEqual(ImageFormat.sniff(piped.stdoutData.prefix(32)), .png)
 
-        let toFolder = try CLIHarness.run(["thumb", "-s", "100", "-o", dir.appendingPathComponent("out").path, "-"], stdin: image)
+        let toFolder = try CLIHarness.run(
+            ["thumb", "-s", "100", "-o", dir.appendingPathComponent("out").path, "-"], stdin: image)
         XCTAssertEqual(toFolder.status, 0, toFolder.stderr)
         XCTAssertEqual(try size(of: dir.appendingPathComponent("out/stdin.jpg")), [100, 50])
 
@@ -256,7 +278,8 @@ final class ThumbBatchTests: XCTestCase {
         try image.write(to: other)
         let twoInputs = try CLIHarness.run(["thumb", "-o", dir.path, "-", other.path], stdin: image)
         XCTAssertEqual(twoInputs.status, 2)
-        XCTAssertTrue(twoInputs.stderr.contains("'-' (an image on standard input) must be the only input"), twoInputs.stderr)
+        XCTAssertTrue(
+            twoInputs.stderr.contains("'-' (an image on standard input) must be the only input"), twoInputs.stderr)
         let twoToStdout = try CLIHarness.run(["thumb", "-o", "-", other.path, dir.appendingPathComponent("out").path])
         XCTAssertEqual(twoToStdout.status, 2)
         XCTAssertTrue(twoToStdout.stderr.contains("--out - writes the thumbnail of a single input"), twoToStdout.stderr)
@@ -281,14 +304,19 @@ final class ThumbBatchTests: XCTestCase {
         XCTAssertTrue(help.stdout.hasPrefix("usage: vipsload thumb"), help.stdout)
         XCTAssertTrue(help.stdout.contains("Exit status: 0"), help.stdout)
         XCTAssertTrue(try CLIHarness.run(["help", "info"]).stdout.hasPrefix("usage: vipsload info"))
-        XCTAssertTrue(try CLIHarness.run(["help"]).stdout.contains("Exit status: 0 on success, 1 when any input failed, 2 on usage errors"))
+        XCTAssertTrue(
+            try CLIHarness.run(["help"]).stdout.contains(
+                "Exit status: 0 on success, 1 when any input failed, 2 on usage errors"))
         let unknown = try CLIHarness.run(["help", "thumbs"])
         XCTAssertEqual(unknown.status, 2)
 
         let dir = try CLIHarness.temporaryFolder(for: self)
         let image = dir.appendingPathComponent("i.jpg")
         try write(300, 100, seed: 41, .jpeg(), to: image)
-        let short = try CLIHarness.run(["thumb", "-qs30", "-f", "webp", "-Q", "50", "-j", "1", "-o", dir.appendingPathComponent("o").path, image.path])
+        let short = try CLIHarness.run([
+            "thumb", "-qs30", "-f", "webp", "-Q", "50", "-j", "1", "-o", dir.appendingPathComponent("o").path,
+            image.path
+        ])
         XCTAssertEqual(short.status, 0, short.stderr)
         XCTAssertEqual(short.stderr, "")
         XCTAssertEqual(try size(of: dir.appendingPathComponent("o/i.webp")), [30, 10])

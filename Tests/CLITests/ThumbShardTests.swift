@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// `thumb --shard K/N` and the shards job engines assign through the
 /// environment: run concurrently on real files, the shards' union is exactly
@@ -14,7 +14,8 @@ final class ThumbShardTests: XCTestCase {
         let input = dir.appendingPathComponent("in")
         for index in 0..<Self.inputCount {
             let url = input.appendingPathComponent(index % 5 == 0 ? "sub/i\(index).jpg" : "i\(index).jpg")
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try ImageSynthesizer.data(width: 64, height: 48, seed: index, format: .jpeg()).write(to: url)
         }
         return input
@@ -50,8 +51,10 @@ final class ThumbShardTests: XCTestCase {
             // As docs/scale-out.md runs it: four shards at once, one process each.
             let process = Process()
             process.executableURL = URL(fileURLWithPath: parallel)
-            process.arguments = ["--will-cite", "-j", "4", CLIHarness.binary.path, "thumb", "--json", "-q", "-j", "1",
-                                 "-s", "32", "-o", out.path, "--shard", "{}/4", input.path, ":::", "1", "2", "3", "4"]
+            process.arguments = [
+                "--will-cite", "-j", "4", CLIHarness.binary.path, "thumb", "--json", "-q", "-j", "1",
+                "-s", "32", "-o", out.path, "--shard", "{}/4", input.path, ":::", "1", "2", "3", "4"
+            ]
             process.environment = CLIHarness.environment()
             let pipe = Pipe()
             process.standardOutput = pipe
@@ -69,8 +72,10 @@ final class ThumbShardTests: XCTestCase {
                 group.enter()
                 DispatchQueue.global().async {
                     defer { group.leave() }
-                    let result = try? CLIHarness.run(["thumb", "--json", "-q", "-j", "1", "-s", "32", "-o", out.path,
-                                                      "--shard", "\(shard)/4", input.path])
+                    let result = try? CLIHarness.run([
+                        "thumb", "--json", "-q", "-j", "1", "-s", "32", "-o", out.path,
+                        "--shard", "\(shard)/4", input.path
+                    ])
                     results.add(result)
                 }
             }
@@ -95,12 +100,16 @@ final class ThumbShardTests: XCTestCase {
     func testShardMembershipIsPerInputSoAddingInputsMovesNoOther() throws {
         let input = try corpus()
         let out = input.deletingLastPathComponent().appendingPathComponent("out")
-        let before = try written(try CLIHarness.run(["thumb", "--json", "-F", "-s", "32", "-o", out.path, "--shard", "2/3", input.path]).stdoutLines)
+        let before = try written(
+            try CLIHarness.run(["thumb", "--json", "-F", "-s", "32", "-o", out.path, "--shard", "2/3", input.path])
+                .stdoutLines)
         for index in 100..<110 {
             try ImageSynthesizer.data(width: 40, height: 40, seed: index, format: .jpeg())
                 .write(to: input.appendingPathComponent("new\(index).jpg"))
         }
-        let after = try written(try CLIHarness.run(["thumb", "--json", "-F", "-s", "32", "-o", out.path, "--shard", "2/3", input.path]).stdoutLines)
+        let after = try written(
+            try CLIHarness.run(["thumb", "--json", "-F", "-s", "32", "-o", out.path, "--shard", "2/3", input.path])
+                .stdoutLines)
         XCTAssertFalse(before.isEmpty)
         XCTAssertEqual(Set(after.filter { !$0.contains("/new1") }), Set(before), "the old inputs stay in their shard")
     }
@@ -109,8 +118,9 @@ final class ThumbShardTests: XCTestCase {
         let input = try corpus()
         let out = input.deletingLastPathComponent().appendingPathComponent("out")
         func shard(_ arguments: [String], _ environment: [String: String]) throws -> Set<String> {
-            let result = try CLIHarness.run(["thumb", "--json", "-F", "-s", "32", "-o", out.path] + arguments + [input.path],
-                                            environment: environment)
+            let result = try CLIHarness.run(
+                ["thumb", "--json", "-F", "-s", "32", "-o", out.path] + arguments + [input.path],
+                environment: environment)
             XCTAssertEqual(result.status, 0, result.stderr)
             return Set(try written(result.stdoutLines))
         }
@@ -118,21 +128,29 @@ final class ThumbShardTests: XCTestCase {
         for index in 1...4 {
             let explicit = try shard(["--shard", "\(index)/4"], [:])
             union.formUnion(explicit)
-            XCTAssertEqual(try shard(["--shard-count", "4"], ["JOB_COMPLETION_INDEX": "\(index - 1)"]), explicit, "Kubernetes index \(index - 1)")
-            XCTAssertEqual(try shard([], ["SLURM_ARRAY_TASK_ID": "\(index)", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"]),
-                           explicit, "Slurm task \(index) of an array 1-4")
-            XCTAssertEqual(try shard([], ["AWS_BATCH_JOB_ARRAY_INDEX": "\(index - 1)", "AWS_BATCH_JOB_ARRAY_SIZE": "4"]), explicit,
-                           "AWS Batch child \(index - 1)")
+            XCTAssertEqual(
+                try shard(["--shard-count", "4"], ["JOB_COMPLETION_INDEX": "\(index - 1)"]), explicit,
+                "Kubernetes index \(index - 1)")
+            XCTAssertEqual(
+                try shard(
+                    [], ["SLURM_ARRAY_TASK_ID": "\(index)", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"]),
+                explicit, "Slurm task \(index) of an array 1-4")
+            XCTAssertEqual(
+                try shard([], ["AWS_BATCH_JOB_ARRAY_INDEX": "\(index - 1)", "AWS_BATCH_JOB_ARRAY_SIZE": "4"]), explicit,
+                "AWS Batch child \(index - 1)")
         }
         XCTAssertEqual(union, try allInputs(input))
-        XCTAssertEqual(try shard(["--shard", "1/4"], ["JOB_COMPLETION_INDEX": "3"]), try shard(["--shard", "1/4"], [:]),
-                       "--shard overrides the environment")
+        XCTAssertEqual(
+            try shard(["--shard", "1/4"], ["JOB_COMPLETION_INDEX": "3"]), try shard(["--shard", "1/4"], [:]),
+            "--shard overrides the environment")
 
-        let noCount = try CLIHarness.run(["thumb", "-o", out.path, input.path], environment: ["JOB_COMPLETION_INDEX": "1"])
+        let noCount = try CLIHarness.run(
+            ["thumb", "-o", out.path, input.path], environment: ["JOB_COMPLETION_INDEX": "1"])
         XCTAssertEqual(noCount.status, 2)
         XCTAssertTrue(noCount.stderr.contains("pass --shard-count N"), noCount.stderr)
-        let outOfRange = try CLIHarness.run(["thumb", "--shard-count", "2", "-o", out.path, input.path],
-                                            environment: ["JOB_COMPLETION_INDEX": "2"])
+        let outOfRange = try CLIHarness.run(
+            ["thumb", "--shard-count", "2", "-o", out.path, input.path],
+            environment: ["JOB_COMPLETION_INDEX": "2"])
         XCTAssertEqual(outOfRange.status, 2, outOfRange.stderr)
         for bad in ["0/4", "5/4", "2", "a/b"] {
             XCTAssertEqual(try CLIHarness.run(["thumb", "--shard", bad, "-o", out.path, input.path]).status, 2, bad)

@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// `vipsload thumb` leaves no temporary file behind (issue 13, item 1): not
 /// when SIGINT or SIGTERM stop it mid-download, not after a SIGKILL once the
@@ -62,7 +62,10 @@ final class ThumbSignalTests: XCTestCase {
         let enumerator = FileManager.default.enumerator(atPath: folder.path)
         while let relative = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory) else {
+            guard
+                FileManager.default.fileExists(
+                    atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory)
+            else {
                 continue
             }
             // The shared `vipsload-downloads` folder itself may stay; nothing in it may.
@@ -75,7 +78,9 @@ final class ThumbSignalTests: XCTestCase {
     private func partialDownloads(in temporaryFolder: URL) -> [String] {
         leftovers(below: temporaryFolder).filter { path in
             guard path.contains("/download-") else { return false }
-            let size = (try? FileManager.default.attributesOfItem(atPath: temporaryFolder.appendingPathComponent(path).path)[.size]) as? Int
+            let size =
+                (try? FileManager.default.attributesOfItem(atPath: temporaryFolder.appendingPathComponent(path).path)[
+                    .size]) as? Int
             return (size ?? 0) > 0
         }
     }
@@ -87,15 +92,21 @@ final class ThumbSignalTests: XCTestCase {
     /// Routes `/quick.jpg` (sent at once) and `/stalled.jpg` (one chunk, then a minute's pause).
     private func routeQuickAndStalled() throws {
         server.route("/quick.jpg", .ok(try jpeg(64, seed: 1)))
-        server.route("/stalled.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg")], body: .data(try jpeg(512, seed: 2)),
-                                                             chunkSize: 4096, chunkDelay: 60))
+        server.route(
+            "/stalled.jpg",
+            TestHTTPServer.Response(
+                headers: [("Content-Type", "image/jpeg")], body: .data(try jpeg(512, seed: 2)),
+                chunkSize: 4096, chunkDelay: 60))
     }
 
     /// Starts `thumb` on both URLs and waits until the quick one is written and
     /// the stalled one is a partial file.
     private func startMidDownload(out: URL, temporaryFolder: URL) throws -> Child {
-        let child = try Child(["thumb", "--size", "32", "--out", out.path, server.url("/quick.jpg").absoluteString,
-                               server.url("/stalled.jpg").absoluteString], temporaryFolder: temporaryFolder)
+        let child = try Child(
+            [
+                "thumb", "--size", "32", "--out", out.path, server.url("/quick.jpg").absoluteString,
+                server.url("/stalled.jpg").absoluteString
+            ], temporaryFolder: temporaryFolder)
         let midDownload = server.wait(timeout: 60) { [self] _ in
             FileManager.default.fileExists(atPath: out.appendingPathComponent("quick.jpg").path)
                 && !partialDownloads(in: temporaryFolder).isEmpty
@@ -123,11 +134,13 @@ final class ThumbSignalTests: XCTestCase {
             XCTAssertEqual(result.status, expected, "signal \(number): \(result.stderr)")
             XCTAssertEqual(leftovers(below: temporary), [], "signal \(number): no temporary file is left")
             // The run's journal stays too: it records the output, so a rerun skips it.
-            XCTAssertEqual(leftovers(below: out).filter { $0 != ".vipsload-journal" }, ["quick.jpg"],
-                           "signal \(number): the output already written stays, nothing else")
+            XCTAssertEqual(
+                leftovers(below: out).filter { $0 != ".vipsload-journal" }, ["quick.jpg"],
+                "signal \(number): the output already written stays, nothing else")
             XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("quick.jpg").path)).width, 32)
-            XCTAssertTrue(server.wait(timeout: 30) { $0.clientCloseCount("/stalled.jpg") > closesBefore },
-                          "signal \(number): the stalled download was cancelled")
+            XCTAssertTrue(
+                server.wait(timeout: 30) { $0.clientCloseCount("/stalled.jpg") > closesBefore },
+                "signal \(number): the stalled download was cancelled")
         }
     }
 
@@ -142,8 +155,11 @@ final class ThumbSignalTests: XCTestCase {
         XCTAssertEqual(killed.reason, .uncaughtSignal)
         XCTAssertFalse(partialDownloads(in: temporary).isEmpty, "a SIGKILL leaves the partial download")
 
-        let next = try Child(["thumb", "--size", "32", "--out", folder.appendingPathComponent("next").path,
-                              server.url("/quick.jpg").absoluteString], temporaryFolder: temporary)
+        let next = try Child(
+            [
+                "thumb", "--size", "32", "--out", folder.appendingPathComponent("next").path,
+                server.url("/quick.jpg").absoluteString
+            ], temporaryFolder: temporary)
         let result = next.wait()
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(leftovers(below: temporary), [], "the next run swept the dead process's folder")
@@ -158,14 +174,16 @@ final class ThumbSignalTests: XCTestCase {
         for round in 0..<3 {
             // Three processes at once on one core, as in the issue's reproduction.
             let children = try (0..<3).map { process in
-                try Child(["thumb", "--size", "16", "--out", folder.appendingPathComponent("out-\(round)-\(process)").path]
-                          + (0..<count).map { server.url("/small-\($0).jpg").absoluteString },
-                          temporaryFolder: temporary, onOneCore: true)
+                try Child(
+                    ["thumb", "--size", "16", "--out", folder.appendingPathComponent("out-\(round)-\(process)").path]
+                        + (0..<count).map { server.url("/small-\($0).jpg").absoluteString },
+                    temporaryFolder: temporary, onOneCore: true)
             }
             for child in children {
                 let result = child.wait()
                 XCTAssertEqual(result.status, 0, result.stderr)
-                XCTAssertTrue(result.stderr.contains("\(count) written,") && result.stderr.contains(" 0 failed"), result.stderr)
+                XCTAssertTrue(
+                    result.stderr.contains("\(count) written,") && result.stderr.contains(" 0 failed"), result.stderr)
             }
             XCTAssertEqual(leftovers(below: temporary), [], "round \(round): no download is left")
         }

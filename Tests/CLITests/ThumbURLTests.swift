@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import TestSupport
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// `vipsload thumb` with http(s) URLs, `--input-list` and `--cache-dir`,
 /// against a real server on 127.0.0.1.
@@ -28,8 +28,10 @@ final class ThumbURLTests: XCTestCase {
         var found: Set<String> = []
         while let relative = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory),
-               !isDirectory.boolValue, !relative.hasSuffix(".vipsload-journal") {
+            if FileManager.default.fileExists(
+                atPath: folder.appendingPathComponent(relative).path, isDirectory: &isDirectory),
+                !isDirectory.boolValue, !relative.hasSuffix(".vipsload-journal")
+            {
                 found.insert(relative)
             }
         }
@@ -51,25 +53,32 @@ final class ThumbURLTests: XCTestCase {
         try jpeg(200, 100, seed: 4).write(to: local)
         let list = dir.appendingPathComponent("inputs.txt")
         try """
-            # thumbnails for the gallery
+        # thumbnails for the gallery
 
-            \(server.url("/gallery/").absoluteString)
-               \(local.path)\u{20}\u{20}
-            # \(server.url("/commented-out.jpg").absoluteString)
-            \(server.url("/x/..%2F..%2Fescape.jpg").absoluteString)\r
-            \(server.url("/missing.jpg").absoluteString)
-            """.write(to: list, atomically: true, encoding: .utf8)
+        \(server.url("/gallery/").absoluteString)
+           \(local.path)\u{20}\u{20}
+        # \(server.url("/commented-out.jpg").absoluteString)
+        \(server.url("/x/..%2F..%2Fescape.jpg").absoluteString)\r
+        \(server.url("/missing.jpg").absoluteString)
+        """.write(to: list, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("out")
 
-        let result = try CLIHarness.run(["thumb", "--size", "100", "--out", out.path, "--input-list", list.path,
-                                         server.url("/photos/cat.jpg").absoluteString + "?variant=large"])
+        let result = try CLIHarness.run([
+            "thumb", "--size", "100", "--out", out.path, "--input-list", list.path,
+            server.url("/photos/cat.jpg").absoluteString + "?variant=large"
+        ])
         XCTAssertEqual(result.status, 1, "the missing URL fails: \(result.stderr)")
-        XCTAssertTrue(result.stderr.contains(server.url("/missing.jpg").absoluteString) && result.stderr.contains("httpStatus"),
-                      result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains(server.url("/missing.jpg").absoluteString) && result.stderr.contains("httpStatus"),
+            result.stderr)
         XCTAssertTrue(result.stderr.contains("4 written, 0 skipped, 1 failed"), result.stderr)
         XCTAssertEqual(files(below: out), ["cat.jpg", "gallery.jpg", "local.jpg", "_._.._escape.jpg"])
-        XCTAssertEqual(files(below: dir), ["inputs.txt", "local.jpg", "out/cat.jpg", "out/gallery.jpg", "out/local.jpg",
-                                           "out/_._.._escape.jpg"], "nothing is written outside --out")
+        XCTAssertEqual(
+            files(below: dir),
+            [
+                "inputs.txt", "local.jpg", "out/cat.jpg", "out/gallery.jpg", "out/local.jpg",
+                "out/_._.._escape.jpg"
+            ], "nothing is written outside --out")
         XCTAssertEqual(try size(of: out.appendingPathComponent("cat.jpg")), [100, 75])
         XCTAssertEqual(try size(of: out.appendingPathComponent("gallery.jpg")), [50, 100])
         XCTAssertEqual(try size(of: out.appendingPathComponent("_._.._escape.jpg")), [100, 100])
@@ -82,11 +91,13 @@ final class ThumbURLTests: XCTestCase {
 
     func testCacheDirServesTheNextRunFromDiskAndRevalidatesStaleImages() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
-        server.route("/kept.jpg", .ok(try jpeg(640, 480, seed: 5), headers: [("Cache-Control", "public, max-age=3600")]))
+        server.route(
+            "/kept.jpg", .ok(try jpeg(640, 480, seed: 5), headers: [("Cache-Control", "public, max-age=3600")]))
         let checked = try jpeg(480, 640, seed: 6)
         server.route("/checked.jpg") { request in
             if request.header("If-None-Match") == "\"c1\"" {
-                return TestHTTPServer.Response(status: 304, headers: [("ETag", "\"c1\""), ("Cache-Control", "no-cache")])
+                return TestHTTPServer.Response(
+                    status: 304, headers: [("ETag", "\"c1\""), ("Cache-Control", "no-cache")])
             }
             return .ok(checked, headers: [("ETag", "\"c1\""), ("Cache-Control", "no-cache")])
         }
@@ -95,14 +106,16 @@ final class ThumbURLTests: XCTestCase {
 
         for run in 1...2 {
             let out = dir.appendingPathComponent("out\(run)")
-            let result = try CLIHarness.run(["thumb", "--size", "64", "--cache-dir", cache.path, "--out", out.path] + urls)
+            let result = try CLIHarness.run(
+                ["thumb", "--size", "64", "--cache-dir", cache.path, "--out", out.path] + urls)
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertEqual(try size(of: out.appendingPathComponent("kept.jpg")), [64, 48])
             XCTAssertEqual(try size(of: out.appendingPathComponent("checked.jpg")), [48, 64])
         }
         XCTAssertEqual(server.requestCount("/kept.jpg"), 1, "the second run read the fresh entry from disk")
-        XCTAssertEqual(server.requests("/checked.jpg").map { $0.header("If-None-Match") }, [nil, "\"c1\""],
-                       "the second run revalidated the no-cache entry")
+        XCTAssertEqual(
+            server.requests("/checked.jpg").map { $0.header("If-None-Match") }, [nil, "\"c1\""],
+            "the second run revalidated the no-cache entry")
         let entries = files(below: cache.appendingPathComponent("entries"))
         XCTAssertEqual(entries.filter { $0.hasSuffix(".meta") }.count, 2, "\(entries)")
     }
@@ -120,12 +133,16 @@ final class ThumbURLTests: XCTestCase {
         let limit = 1_048_576
         XCTAssertGreaterThan(bodies, limit, "the four bodies must not fit together")
         let cache = dir.appendingPathComponent("cache")
-        let result = try CLIHarness.run(["thumb", "--size", "64", "--jobs", "1", "--cache-dir", cache.path, "--cache-size", "1",
-                                         "--out", dir.appendingPathComponent("out").path] + urls)
+        let result = try CLIHarness.run(
+            [
+                "thumb", "--size", "64", "--jobs", "1", "--cache-dir", cache.path, "--cache-size", "1",
+                "--out", dir.appendingPathComponent("out").path
+            ] + urls)
         XCTAssertEqual(result.status, 0, result.stderr)
         let entries = cache.appendingPathComponent("entries")
         let stored = try files(below: entries).filter { !$0.hasSuffix(".meta") }.map { name in
-            try XCTUnwrap(FileManager.default.attributesOfItem(atPath: entries.appendingPathComponent(name).path)[.size] as? Int)
+            try XCTUnwrap(
+                FileManager.default.attributesOfItem(atPath: entries.appendingPathComponent(name).path)[.size] as? Int)
         }
         XCTAssertFalse(stored.isEmpty, "something is cached")
         XCTAssertLessThanOrEqual(stored.reduce(0, +), limit, "\(stored)")
@@ -136,11 +153,14 @@ final class ThumbURLTests: XCTestCase {
         server.route("/stdin.jpg", .ok(try jpeg(300, 200, seed: 7)))
         let out = dir.appendingPathComponent("out")
         let list = "# from a pipe\n\n\(server.url("/stdin.jpg").absoluteString)\n"
-        let result = try CLIHarness.run(["thumb", "--size", "30", "--out", out.path, "--input-list", "-"], stdin: Data(list.utf8))
+        let result = try CLIHarness.run(
+            ["thumb", "--size", "30", "--out", out.path, "--input-list", "-"], stdin: Data(list.utf8))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(try size(of: out.appendingPathComponent("stdin.jpg")), [30, 20])
 
-        let missing = try CLIHarness.run(["thumb", "--out", out.path, "--input-list", dir.appendingPathComponent("nope.txt").path])
+        let missing = try CLIHarness.run([
+            "thumb", "--out", out.path, "--input-list", dir.appendingPathComponent("nope.txt").path
+        ])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.stderr.contains("cannot read the input list"), missing.stderr)
     }
@@ -156,7 +176,9 @@ final class ThumbURLTests: XCTestCase {
         let result = try CLIHarness.run(["thumb", "--size", "50", "--out", out.path] + inputs)
         XCTAssertEqual(result.status, 1, result.stderr)
         for input in inputs {
-            XCTAssertTrue(result.stderr.contains("\(input): nameClash: photo.jpg"), "each clashing input is reported: \(result.stderr)")
+            XCTAssertTrue(
+                result.stderr.contains("\(input): nameClash: photo.jpg"),
+                "each clashing input is reported: \(result.stderr)")
         }
         XCTAssertTrue(result.stderr.contains("Separate them with --name '%p/%s'"), result.stderr)
         XCTAssertEqual(files(below: out), [], "neither is written")
@@ -175,9 +197,11 @@ final class ThumbURLTests: XCTestCase {
         let notAFolder = dir.appendingPathComponent("file")
         try Data("x".utf8).write(to: notAFolder)
         let out = dir.appendingPathComponent("out")
-        let result = try CLIHarness.run(["thumb", "--size", "60", "--out", out.path,
-                                         "--cache-dir", notAFolder.appendingPathComponent("cache").path,
-                                         "http://", "https://exa mple.com/x.jpg", server.url("/ok.jpg").absoluteString])
+        let result = try CLIHarness.run([
+            "thumb", "--size", "60", "--out", out.path,
+            "--cache-dir", notAFolder.appendingPathComponent("cache").path,
+            "http://", "https://exa mple.com/x.jpg", server.url("/ok.jpg").absoluteString
+        ])
         XCTAssertEqual(result.status, 1, result.stderr)
         XCTAssertTrue(result.stderr.contains("not caching downloads"), result.stderr)
         XCTAssertTrue(result.stderr.contains("http://: invalidArgument"), result.stderr)
@@ -200,19 +224,26 @@ final class ThumbURLTests: XCTestCase {
         server.route("/down.jpg", .status(503))
         let out = dir.appendingPathComponent("out")
         let started = Date()
-        let result = try CLIHarness.run(["thumb", "--json", "-s", "30", "-o", out.path, server.url("/flaky.jpg").absoluteString])
+        let result = try CLIHarness.run([
+            "thumb", "--json", "-s", "30", "-o", out.path, server.url("/flaky.jpg").absoluteString
+        ])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1, "waited for Retry-After")
         XCTAssertEqual(server.requestCount("/flaky.jpg"), 2)
         XCTAssertTrue(result.stderr.contains("1 written, 0 skipped, 0 failed, 1 retry"), result.stderr)
-        let summary = try XCTUnwrap(result.stdoutLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        let summary = try XCTUnwrap(
+            result.stdoutLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
         XCTAssertEqual((summary["summary"] as? [String: Any])?["retries"] as? Int, 1)
 
-        let once = try CLIHarness.run(["thumb", "--retries", "1", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString])
+        let once = try CLIHarness.run([
+            "thumb", "--retries", "1", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString
+        ])
         XCTAssertEqual(once.status, 1)
         XCTAssertEqual(server.requestCount("/down.jpg"), 2, "--retries 1: one retry, then the failure")
         XCTAssertTrue(once.stderr.contains("httpStatus") && once.stderr.contains("1 retry"), once.stderr)
-        let none = try CLIHarness.run(["thumb", "-r", "0", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString])
+        let none = try CLIHarness.run([
+            "thumb", "-r", "0", "-s", "30", "-o", out.path, server.url("/down.jpg").absoluteString
+        ])
         XCTAssertEqual(none.status, 1)
         XCTAssertEqual(server.requestCount("/down.jpg"), 3, "--retries 0 never retries")
     }
@@ -222,18 +253,23 @@ final class ThumbURLTests: XCTestCase {
     /// fails exactly the inputs sent to it.
     func testDownloadsOfIsolatedFormatsAreDecodedInWorkers() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
-        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#.utf8)
+        let svg = Data(
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>"#
+                .utf8)
         server.route("/a.svg", .ok(svg))
         server.route("/b.jpg", .ok(try jpeg(160, 120, seed: 3)))
         let urls = [server.url("/a.svg").absoluteString, server.url("/b.jpg").absoluteString]
         let out = folder.appendingPathComponent("out")
         func run(_ flags: [String]) throws -> CLIHarness.Result {
-            try CLIHarness.run(["thumb", "--allow", "svg", "--worker-memory", "1", "-s", "40", "--json", "-o", out.path] + flags + urls)
+            try CLIHarness.run(
+                ["thumb", "--allow", "svg", "--worker-memory", "1", "-s", "40", "--json", "-o", out.path] + flags + urls
+            )
         }
         func kind(_ result: CLIHarness.Result, _ url: String) -> String? {
             result.stdoutLines.compactMap { line -> String? in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      object["input"] as? String == url else { return nil }
+                    object["input"] as? String == url
+                else { return nil }
                 return (object["error"] as? [String: Any])?["kind"] as? String ?? object["status"] as? String
             }.first
         }
@@ -248,7 +284,8 @@ final class ThumbURLTests: XCTestCase {
         let none = try run(["--isolate", "none", "--force"])
         XCTAssertEqual(none.status, 0, none.stderr)
         XCTAssertEqual(urls.map { kind(none, $0) }, ["written", "written"], none.stdout)
-        XCTAssertEqual(server.requestCount("/b.jpg"), 3, "one download per run: a JPEG decoded here is not downloaded again")
+        XCTAssertEqual(
+            server.requestCount("/b.jpg"), 3, "one download per run: a JPEG decoded here is not downloaded again")
         XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("a.jpg").path)).width, 40)
     }
 }
@@ -262,9 +299,11 @@ final class ThumbHeaderTests: XCTestCase {
         let jpeg = try ImageSynthesizer.data(width: 120, height: 80, seed: 91, format: .jpeg(quality: 85))
         server.route("/one.jpg", .ok(jpeg))
         server.route("/two.jpg", .ok(jpeg))
-        let result = try CLIHarness.run(["thumb", "--size", "40", "--out", dir.appendingPathComponent("out").path,
-                                         "--header", "Authorization: Bearer secret", "-H", "User-Agent: gallery/1",
-                                         server.url("/one.jpg").absoluteString, server.url("/two.jpg").absoluteString])
+        let result = try CLIHarness.run([
+            "thumb", "--size", "40", "--out", dir.appendingPathComponent("out").path,
+            "--header", "Authorization: Bearer secret", "-H", "User-Agent: gallery/1",
+            server.url("/one.jpg").absoluteString, server.url("/two.jpg").absoluteString
+        ])
         XCTAssertEqual(result.status, 0, result.stderr)
         for path in ["/one.jpg", "/two.jpg"] {
             let request = try XCTUnwrap(server.requests(path).first)

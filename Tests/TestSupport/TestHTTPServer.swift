@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import VipsCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real HTTP/1.1 server on 127.0.0.1 for the network tests: POSIX sockets,
 /// an ephemeral port, one thread per connection, scripted per-path behaviour.
@@ -69,10 +70,12 @@ public final class TestHTTPServer: Sendable {
         /// head `headers` cannot express.
         public var rawHead: Data?
 
-        public init(status: Int = 200, headers: [(String, String)] = [], body: Body = .data(Data()),
-                    declaredLength: Int?? = nil, chunkSize: Int = 64 * 1024, headerDelay: TimeInterval = 0,
-                    chunkDelay: TimeInterval = 0, cutAfter: Int? = nil, ending: Ending = .close,
-                    interim: [Int] = [], rawHead: Data? = nil) {
+        public init(
+            status: Int = 200, headers: [(String, String)] = [], body: Body = .data(Data()),
+            declaredLength: Int?? = nil, chunkSize: Int = 64 * 1024, headerDelay: TimeInterval = 0,
+            chunkDelay: TimeInterval = 0, cutAfter: Int? = nil, ending: Ending = .close,
+            interim: [Int] = [], rawHead: Data? = nil
+        ) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -91,7 +94,9 @@ public final class TestHTTPServer: Sendable {
             Response(body: .data(Data()), rawHead: bytes)
         }
 
-        public static func ok(_ data: Data, contentType: String = "image/jpeg", headers: [(String, String)] = []) -> Response {
+        public static func ok(
+            _ data: Data, contentType: String = "image/jpeg", headers: [(String, String)] = []
+        ) -> Response {
             Response(status: 200, headers: [("Content-Type", contentType)] + headers, body: .data(data))
         }
 
@@ -131,7 +136,9 @@ public final class TestHTTPServer: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 512) == 0 else {
             let code = errno

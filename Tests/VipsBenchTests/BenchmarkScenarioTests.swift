@@ -6,11 +6,13 @@ import XCTest
 /// Every benchmark scenario runs on a tiny generated corpus and its counters
 /// are right. No timing is asserted: the machines are shared and noisy.
 final class BenchmarkScenarioTests: XCTestCase {
-    static let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-bench-tests-\(getpid())")
+    static let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "vipsload-bench-tests-\(getpid())")
 
     static let classes: [CorpusClass] = {
-        do { return try BenchmarkSuite.defaultClasses(scale: 0.05, folder: folder) }
-        catch { preconditionFailure("cannot generate the tiny corpus: \(error)") }
+        do { return try BenchmarkSuite.defaultClasses(scale: 0.05, folder: folder) } catch {
+            preconditionFailure("cannot generate the tiny corpus: \(error)")
+        }
     }()
 
     override class func tearDown() {
@@ -19,8 +21,9 @@ final class BenchmarkScenarioTests: XCTestCase {
     }
 
     var settings: BenchmarkSettings {
-        BenchmarkSettings(size: 64, concurrency: 2, repeats: 1, scaleSteps: [1, 2], scrollRowsPerSecond: 400,
-                          scrollRows: 60, scrollSlots: 6, coalesceRequests: 200, warmHits: 20_000)
+        BenchmarkSettings(
+            size: 64, concurrency: 2, repeats: 1, scaleSteps: [1, 2], scrollRowsPerSecond: 400,
+            scrollRows: 60, scrollSlots: 6, coalesceRequests: 200, warmHits: 20_000)
     }
 
     func run(_ scenario: BenchmarkSettings.Scenario) async -> ScenarioReport {
@@ -79,7 +82,8 @@ final class BenchmarkScenarioTests: XCTestCase {
         let report = await run(.warm)
         let images = Self.classes.reduce(0) { $0 + $1.files.count }
         XCTAssertEqual(report.summaryValue("cachedImages")?.number, Double(images))
-        XCTAssertEqual(report.summaryValue("decodes")?.number, Double(images), "only the fill decodes; every hit is from memory")
+        XCTAssertEqual(
+            report.summaryValue("decodes")?.number, Double(images), "only the fill decodes; every hit is from memory")
         XCTAssertGreaterThan(report.summaryValue("mainActorHitsPerSecond")?.number ?? 0, 0)
         XCTAssertGreaterThan(report.summaryValue("taskPoolHitsPerSecond")?.number ?? 0, 0)
     }
@@ -123,9 +127,11 @@ final class SoakScenarioTests: XCTestCase {
         await BenchmarkSuite.run(classes, settings: settings) { reports.append($0) }
         let report = reports[0]
         func value(_ name: String) -> Double? { report.summaryValue(name)?.number }
-        XCTAssertEqual(value("unexpected"), 0, "failing inputs fail with VipsError, ladders never shrink: \(report.notes)")
-        XCTAssertEqual((value("succeeded") ?? 0) + (value("cancelled") ?? 0) + (value("failed") ?? 0), 3_000,
-                       "every request resumed exactly once")
+        XCTAssertEqual(
+            value("unexpected"), 0, "failing inputs fail with VipsError, ladders never shrink: \(report.notes)")
+        XCTAssertEqual(
+            (value("succeeded") ?? 0) + (value("cancelled") ?? 0) + (value("failed") ?? 0), 3_000,
+            "every request resumed exactly once")
         XCTAssertGreaterThan(value("failed") ?? 0, 0, "the failing inputs were exercised")
         XCTAssertGreaterThan(value("memoryHits") ?? 0, 0)
         XCTAssertEqual(value("leakedTasks"), 0)
@@ -144,7 +150,9 @@ extension BenchmarkScenarioTests {
         XCTAssertEqual(report.summaryValue("secondDiskHits")?.number, images)
         XCTAssertEqual(report.summaryValue("firstFailures")?.number, 0)
         XCTAssertEqual(report.summaryValue("secondFailures")?.number, 0)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: FileManager.default.temporaryDirectory
-            .appendingPathComponent("vipsload-bench-rerun").path), "the cache folder is removed")
+        XCTAssertFalse(
+            FileManager.default.fileExists(
+                atPath: FileManager.default.temporaryDirectory
+                    .appendingPathComponent("vipsload-bench-rerun").path), "the cache folder is removed")
     }
 }

@@ -11,14 +11,14 @@ import Foundation
 // - fill and stretch give exactly the box (each side clamped to the image), contain exactly the box;
 // - processed bitmaps are 8-bit RGB/RGBA with the byte count of their size.
 
-
 private func broken(_ message: String) -> Never {
     fatalError("invariant broken: \(message)")
 }
 
 private func checkShape(_ bitmap: Bitmap, _ what: String) {
     guard bitmap.width > 0, bitmap.height > 0, bitmap.channels == 3 || bitmap.channels == 4,
-          bitmap.cost == bitmap.width * bitmap.height * bitmap.channels else {
+        bitmap.cost == bitmap.width * bitmap.height * bitmap.channels
+    else {
         broken("\(what): bitmap \(bitmap.width)×\(bitmap.height)×\(bitmap.channels), \(bitmap.cost) bytes")
     }
 }
@@ -31,8 +31,13 @@ func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
     let input = ImageInput.data(data)
 
     // Mostly small valid sides, sometimes zero or negative.
-    func side() -> Int { Int.random(in: 0..<10, using: &random) == 0 ? Int.random(in: -3...0, using: &random) : Int.random(in: 1...64, using: &random) }
-    let sizes: [TargetSize] = [.fit(width: side(), height: side()), .maxPixelSize(side()), .width(side()), .height(side())]
+    func side() -> Int {
+        Int.random(in: 0..<10, using: &random) == 0
+            ? Int.random(in: -3...0, using: &random) : Int.random(in: 1...64, using: &random)
+    }
+    let sizes: [TargetSize] = [
+        .fit(width: side(), height: side()), .maxPixelSize(side()), .width(side()), .height(side())
+    ]
     let size = sizes[Int.random(in: 0..<sizes.count, using: &random)]
     let gravity = Gravity.allCases[Int.random(in: 0..<Gravity.allCases.count, using: &random)]
     let modes: [ResizeMode] = [.fit, .fill(gravity), .contain(background: .transparent, gravity: gravity), .stretch]
@@ -58,9 +63,13 @@ func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
         let clamped = [min(box.width, info.width), min(box.height, info.height)]
         switch mode {
         case .fill, .stretch:
-            if [bitmap.width, bitmap.height] != clamped { broken("\(what) gave \(bitmap.width)×\(bitmap.height), not \(clamped)") }
+            if [bitmap.width, bitmap.height] != clamped {
+                broken("\(what) gave \(bitmap.width)×\(bitmap.height), not \(clamped)")
+            }
         case .contain:
-            if [bitmap.width, bitmap.height] != [box.width, box.height] { broken("\(what) gave \(bitmap.width)×\(bitmap.height)") }
+            if [bitmap.width, bitmap.height] != [box.width, box.height] {
+                broken("\(what) gave \(bitmap.width)×\(bitmap.height)")
+            }
         case .fit:
             break
         }
@@ -80,12 +89,16 @@ func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
     var chain: [any ImageProcessing] = []
     for _ in 0..<Int.random(in: 1...3, using: &random) {
         switch Int.random(in: 0..<10, using: &random) {
-        case 0: chain.append(ImageProcessors.Crop(x: coordinate(), y: coordinate(), width: coordinate(), height: coordinate()))
+        case 0:
+            chain.append(
+                ImageProcessors.Crop(x: coordinate(), y: coordinate(), width: coordinate(), height: coordinate()))
         case 1: chain.append(ImageProcessors.RoundedCorners(radius: value(0...40)))
         case 2: chain.append(ImageProcessors.Circle())
         case 3: chain.append(ImageProcessors.GaussianBlur(sigma: value(0.1...5)))
         case 4: chain.append(ImageProcessors.Sharpen(sigma: value(0.1...3)))
-        case 5: chain.append(ImageProcessors.Rotate([.degrees90, .degrees180, .degrees270][Int.random(in: 0...2, using: &random)]))
+        case 5:
+            chain.append(
+                ImageProcessors.Rotate([.degrees90, .degrees180, .degrees270][Int.random(in: 0...2, using: &random)]))
         case 6: chain.append(ImageProcessors.Flip(Bool.random(using: &random) ? .horizontal : .vertical))
         case 7: chain.append(ImageProcessors.Greyscale())
         default:
@@ -95,8 +108,11 @@ func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
     }
     let composition = ImageProcessors.Composition(chain)
     do throws(VipsError) {
-        checkShape(try composition.process(bitmap), "processors \(composition.identifier) on \(bitmap.width)×\(bitmap.height)")
+        checkShape(
+            try composition.process(bitmap), "processors \(composition.identifier) on \(bitmap.width)×\(bitmap.height)")
     } catch {
-        if error.kind != .invalidArgument { broken("processors \(composition.identifier): \(error.kind): \(error.message)") }
+        if error.kind != .invalidArgument {
+            broken("processors \(composition.identifier): \(error.kind): \(error.message)")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import CLibFuzzer
 import Foundation
+
 // @testable: VipsCore's hand-written parsers (ProgressiveJPEGFilter, JPEGHeader, EXIFOrientation,
 // ICCProfile) are internal (debug builds enable testing).
 @testable import VipsCore
@@ -30,9 +31,10 @@ private let strict = ImageDecoder(options: DecodeOptions(limits: limits, strict:
 private let quality = ImageDecoder(options: DecodeOptions(limits: limits, shrinkOnLoad: .quality))
 /// Every format VipsCore can sniff, including those libvips reads with loaders marked untrusted:
 /// with libvips' untrusted loaders blocked (the default), those must still fail cleanly.
-private let everything = ImageDecoder(options: DecodeOptions(
-    limits: limits,
-    allowedFormats: ImageFormat.defaultAllowed.union([.svg, .pdf, .jp2k, .jxl, .bmp, .ppm])))
+private let everything = ImageDecoder(
+    options: DecodeOptions(
+        limits: limits,
+        allowedFormats: ImageFormat.defaultAllowed.union([.svg, .pdf, .jp2k, .jxl, .bmp, .ppm])))
 /// Formats read by loaders libvips marks untrusted (blocked by default).
 private let untrusted: Set<ImageFormat> = [.svg, .pdf, .jp2k, .jxl, .bmp, .ppm]
 
@@ -63,7 +65,8 @@ private func filterProgressiveJPEG(_ data: Data) {
     guard data.starts(with: [0xFF, 0xD8]) else { return }
     guard let shortened = data.withUnsafeBytes({ ProgressiveJPEGFilter.dcOnly($0) }) else { return }
     guard shortened.starts(with: [0xFF, 0xD8]), shortened.suffix(2) == Data([0xFF, 0xD9]),
-          shortened.count <= data.count + 2 else {
+        shortened.count <= data.count + 2
+    else {
         violated("DC-only filter turned \(data.count) bytes into \(shortened.count) malformed bytes")
     }
 }
@@ -76,7 +79,8 @@ private func parseHeaders(_ data: Data) {
     data.withUnsafeBytes { raw in
         if let header = JPEGHeader(raw) {
             guard (1...8).contains(header.orientation), header.width <= 65_535, header.height <= 65_535 else {
-                violated("JPEG header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
+                violated(
+                    "JPEG header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
             }
             if let profile = header.iccProfile {
                 guard profile.count <= raw.count else { violated("ICC profile longer than the file") }
@@ -87,7 +91,8 @@ private func parseHeaders(_ data: Data) {
         // The direct WebP path's container reading (libwebp's demuxer, the EXIF and ICC chunks) and route.
         if let header = ImageDecoder.webpHeader(raw) {
             guard (1...8).contains(header.orientation), header.width >= 0, header.height >= 0 else {
-                violated("WebP header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
+                violated(
+                    "WebP header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
             }
             if ImageDecoder.webpIsTruncated(raw) { violated("the demuxer accepted a truncated WebP") }
             for box in [(64, 64), (1, 1), (4096, 3)] {
@@ -116,14 +121,17 @@ private func directPNG(_ data: Data) {
         for (decoder, name) in [(lenient, "lenient"), (strict, "strict")] {
             for box in [(64, 64), (4096, 4096)] {
                 do {
-                    guard let bitmap = try decoder.decodePNGDirectly(input, box: box, scale: 1, allowUpscale: false) else { continue }
+                    guard let bitmap = try decoder.decodePNGDirectly(input, box: box, scale: 1, allowUpscale: false)
+                    else { continue }
                     check(bitmap, fits: box.0, "direct PNG \(name) \(box.0)")
                     var reference = decoder
                     reference.usesDirectPaths = false
                     if let other = try? reference.decode(input, size: .maxPixelSize(box.0)),
-                       [other.width, other.height, other.channels] != [bitmap.width, bitmap.height, bitmap.channels] {
-                        violated("direct PNG \(name) gave \(bitmap.width)×\(bitmap.height)×\(bitmap.channels), "
-                                 + "libvips \(other.width)×\(other.height)×\(other.channels)")
+                        [other.width, other.height, other.channels] != [bitmap.width, bitmap.height, bitmap.channels]
+                    {
+                        violated(
+                            "direct PNG \(name) gave \(bitmap.width)×\(bitmap.height)×\(bitmap.channels), "
+                                + "libvips \(other.width)×\(other.height)×\(other.channels)")
                     }
                 } catch {
                     guard [.truncatedData, .corruptData, .tooLarge].contains(error.kind) else {
@@ -145,7 +153,9 @@ private func fixingPNGCRCs(_ data: Data) -> Data {
         var crc: UInt32 = 0xFFFF_FFFF
         for index in (at + 4)..<end { crc = crcTable[Int((crc ^ UInt32(bytes[index])) & 0xFF)] ^ (crc >> 8) }
         crc = ~crc
-        bytes.replaceSubrange(end..<(end + 4), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+        bytes.replaceSubrange(
+            end..<(end + 4),
+            with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
         at = end + 4
     }
     return Data(bytes)
@@ -183,7 +193,8 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
         }
         // Formats outside the default list go through libvips' loader selection, and the
         // untrusted ones must be refused by libvips itself.
-        if let sniffed, untrusted.contains(sniffed), let bitmap = try? everything.decode(input, size: .maxPixelSize(64)) {
+        if let sniffed, untrusted.contains(sniffed), let bitmap = try? everything.decode(input, size: .maxPixelSize(64))
+        {
             violated("untrusted \(sniffed) decoded to \(bitmap.width)×\(bitmap.height) with loaders blocked")
         }
         return
@@ -196,8 +207,9 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
         violated("bytes sniffed as \(sniffed) were read as \(info.format)")
     }
     guard info.width > 0, info.height > 0, info.width <= limits.maxDimension, info.height <= limits.maxDimension,
-          info.pixelCount <= limits.maxPixelCount, info.pages >= 1, info.pages <= limits.maxPages,
-          (1...8).contains(info.orientation), info.bands > 0 else {
+        info.pixelCount <= limits.maxPixelCount, info.pages >= 1, info.pages <= limits.maxPages,
+        (1...8).contains(info.orientation), info.bands > 0
+    else {
         violated("probe returned \(info)")
     }
 
@@ -207,11 +219,15 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     if let bitmap = try? strict.decode(input, size: .maxPixelSize(64)) { check(bitmap, fits: 64, "strict 64") }
     // 1/8 of the image: the JPEG shrink-8 path, and for progressive JPEGs the DC-only stream.
     let eighth = max(1, max(info.width, info.height) / 8)
-    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(eighth)) { check(bitmap, fits: eighth, "lenient 1/8") }
+    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(eighth)) {
+        check(bitmap, fits: eighth, "lenient 1/8")
+    }
     // Quality mode keeps twice the target: the other shrink factors (and WebP's scaled load).
     if let bitmap = try? quality.decode(input, size: .fit(width: 48, height: 32), scale: 1.5) {
         check(bitmap, fits: 72, "quality 48×32@1.5")
-        if let smaller = try? lenient.resize(bitmap, to: .maxPixelSize(9), scale: 1) { check(smaller, fits: 9, "resize 9") }
+        if let smaller = try? lenient.resize(bitmap, to: .maxPixelSize(9), scale: 1) {
+            check(smaller, fits: 9, "resize 9")
+        }
     }
     // Full size, only when small: the path without any shrink.
     if info.pixelCount <= 65_536, let bitmap = try? lenient.decode(input) { check(bitmap, fits: nil, "original") }

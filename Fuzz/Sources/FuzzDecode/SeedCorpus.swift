@@ -44,7 +44,7 @@ enum SeedCorpus {
         Seed(name: "icc-srgb.webp", width: 24, height: 16, iccProfile: "srgb", format: .webp(quality: 40)),
         Seed(name: "icc-p3.webp", width: 24, height: 16, iccProfile: "p3", format: .webp(quality: 40)),
         Seed(name: "still.gif", width: 40, height: 30, format: .gif),
-        Seed(name: "deflate.tif", width: 32, height: 24, format: .tiff),
+        Seed(name: "deflate.tif", width: 32, height: 24, format: .tiff)
     ]
 
     /// Writes the corpus into `folder`; returns the process exit status.
@@ -52,12 +52,14 @@ enum SeedCorpus {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             for seed in images {
-                let data = try ImageSynthesizer.data(width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
-                                                     iccProfile: seed.iccProfile, format: seed.format)
+                let data = try ImageSynthesizer.data(
+                    width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
+                    iccProfile: seed.iccProfile, format: seed.format)
                 try data.write(to: folder.appendingPathComponent(seed.name))
             }
             // Text formats libvips reads only with loaders it marks untrusted: they must be refused.
-            let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
+            let svg =
+                #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
             try Data(svg.utf8).write(to: folder.appendingPathComponent("tiny.svg"))
             var ppm = Data("P6\n4 4\n255\n".utf8)
             ppm.append(Data(repeating: 0x80, count: 4 * 4 * 3))

@@ -32,9 +32,12 @@ public struct Bitmap: Sendable {
     /// Makes a bitmap from interleaved 8-bit sRGB pixels (copied).
     ///
     /// - Throws: `.invalidArgument` when the byte count does not match the size.
-    public init(width: Int, height: Int, channels: Int, scale: Double = 1, pixels: some ContiguousBytes) throws(VipsError) {
+    public init(
+        width: Int, height: Int, channels: Int, scale: Double = 1, pixels: some ContiguousBytes
+    ) throws(VipsError) {
         guard width > 0, height > 0, channels == 3 || channels == 4, scale > 0, scale.isFinite else {
-            throw VipsError(.invalidArgument, "bitmap must be at least 1×1 with 3 or 4 channels and a positive, finite scale")
+            throw VipsError(
+                .invalidArgument, "bitmap must be at least 1×1 with 3 or 4 channels and a positive, finite scale")
         }
         // Overflow-checked, so an absurd size is an argument error, not a trap.
         let pixelCount = width.multipliedReportingOverflow(by: height)
@@ -69,9 +72,11 @@ public struct Bitmap: Sendable {
     /// The pixel bytes as `Data` that shares the bitmap's memory (no copy).
     public var pixelData: Data {
         let storage = self.storage
-        return Data(bytesNoCopy: storage.pointer, count: storage.count, deallocator: .custom { _, _ in
-            withExtendedLifetime(storage) {}
-        })
+        return Data(
+            bytesNoCopy: storage.pointer, count: storage.count,
+            deallocator: .custom { _, _ in
+                withExtendedLifetime(storage) {}
+            })
     }
 
     /// The channel values of one pixel (origin top left), or nil outside the bitmap.

@@ -56,11 +56,14 @@ struct BoxCubicShrinker {
             if whole >= 2 { first = whole }
         }
         let x = axis(width, outWidth, first: first), y = axis(height, outHeight, first: first)
-        return Plan(shrinkX: x.shrink, shrinkY: y.shrink, boxWidth: x.box, boxHeight: y.box, scaleX: x.scale, scaleY: y.scale)
+        return Plan(
+            shrinkX: x.shrink, shrinkY: y.shrink, boxWidth: x.box, boxHeight: y.box, scaleX: x.scale, scaleY: y.scale)
     }
 
     /// Bytes the shrinker holds for this reduce (its column sums, its box image, the cubic pass between).
-    static func workingBytes(width: Int, height: Int, outWidth: Int, outHeight: Int, channels: Int, hasAlpha: Bool) -> Int {
+    static func workingBytes(
+        width: Int, height: Int, outWidth: Int, outHeight: Int, channels: Int, hasAlpha: Bool
+    ) -> Int {
         let plan = plan(width: width, height: height, outWidth: outWidth, outHeight: outHeight, hasAlpha: hasAlpha)
         return channels * (width * 4 + plan.boxWidth * plan.boxHeight * 4 + outWidth * plan.boxHeight * 4)
     }
@@ -157,7 +160,8 @@ struct BoxCubicShrinker {
                 let target = box + base
                 // (Sums of one box fit 32 bits: see `plan`'s callers.)
                 func load(_ x: Int) -> SIMD4<UInt32> {
-                    channels >= 3 ? UnsafeRawPointer(sums + x * channels).loadUnaligned(as: SIMD4<UInt32>.self)
+                    channels >= 3
+                        ? UnsafeRawPointer(sums + x * channels).loadUnaligned(as: SIMD4<UInt32>.self)
                         : SIMD4(sums[x * channels], channels == 2 ? sums[x * channels + 1] : 0, 0, 0)
                 }
                 for bx in 0..<boxWidth {
@@ -199,7 +203,8 @@ struct BoxCubicShrinker {
                 horizontal.weights.withUnsafeBufferPointer { weights in
                     horizontal.start.withUnsafeBufferPointer { starts in
                         guard let box = box.baseAddress, let across = across.baseAddress,
-                              let weights = weights.baseAddress, let starts = starts.baseAddress else { return }
+                            let weights = weights.baseAddress, let starts = starts.baseAddress
+                        else { return }
                         let taps = horizontal.count
                         for y in 0..<boxHeight {
                             let source = box + y * boxWidth * channels, target = across + y * rowFloats
@@ -212,7 +217,8 @@ struct BoxCubicShrinker {
                                         sum += w[t] * UnsafeRawPointer(pixel).loadUnaligned(as: SIMD4<Float>.self)
                                         pixel += channels
                                     }
-                                    UnsafeMutableRawPointer(target + x * channels).storeBytes(of: sum, as: SIMD4<Float>.self)
+                                    UnsafeMutableRawPointer(target + x * channels).storeBytes(
+                                        of: sum, as: SIMD4<Float>.self)
                                 } else {
                                     for k in 0..<channels {
                                         var sum: Float = 0
@@ -232,7 +238,9 @@ struct BoxCubicShrinker {
         across.withUnsafeBufferPointer { across in
             down.withUnsafeMutableBufferPointer { down in
                 vertical.weights.withUnsafeBufferPointer { weights in
-                    guard let across = across.baseAddress, let down = down.baseAddress, let weights = weights.baseAddress else { return }
+                    guard let across = across.baseAddress, let down = down.baseAddress,
+                        let weights = weights.baseAddress
+                    else { return }
                     let taps = vertical.count
                     for y in 0..<outHeight {
                         // Vertical pass, a tap at a time over the whole row (vectorises).
@@ -298,7 +306,8 @@ struct BoxCubicShrinker {
     @inline(__always)
     static func rounded(_ value: Float, _ sixteenBit: Bool) -> UInt8 {
         let clamped = min(65535, max(0, value))
-        return sixteenBit ? UInt8(truncatingIfNeeded: Int(clamped + 0.5) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.5)))
+        return sixteenBit
+            ? UInt8(truncatingIfNeeded: Int(clamped + 0.5) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.5)))
     }
 
     /// A float result cast down (truncated), 8-bit or 16-bit then shifted.
@@ -306,6 +315,7 @@ struct BoxCubicShrinker {
     static func truncated(_ value: Float, _ sixteenBit: Bool) -> UInt8 {
         let clamped = min(65535, max(0, value))
         // The small margin keeps an opaque 255 from becoming 254 through float rounding.
-        return sixteenBit ? UInt8(truncatingIfNeeded: Int(clamped + 0.001) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.0005)))
+        return sixteenBit
+            ? UInt8(truncatingIfNeeded: Int(clamped + 0.001) >> 8) : UInt8(min(255, Int(clamped / 257 + 0.0005)))
     }
 }

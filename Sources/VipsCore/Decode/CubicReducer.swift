@@ -33,7 +33,9 @@ enum CubicReducer {
         // ceil(2 × support) whole positions (5 for a 1.25× reduce, as libvips' 2·rint(2·1.25)+1).
         let span = Int((2 * support).rounded(.up))
         let count = min(input, span)
-        var taps = Taps(start: [Int](repeating: 0, count: output), weights: [Int32](repeating: 0, count: output * count), count: count)
+        var taps = Taps(
+            start: [Int](repeating: 0, count: output), weights: [Int32](repeating: 0, count: output * count),
+            count: count)
         var real = [Double](repeating: 0, count: count)
         for index in 0..<output {
             let centre = (Double(index) + 0.5) * scale - 0.5
@@ -70,25 +72,32 @@ enum CubicReducer {
     /// is then a multiple of 2⁻¹⁴ below 2¹⁰, which a `Float` holds exactly, so
     /// the result is bit for bit the 14-bit integer arithmetic's, without the
     /// 32-bit lane multiplies baseline x86-64 lacks.
-    static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
-                       into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
+    static func reduce(
+        _ input: UnsafePointer<UInt8>, width: Int, height: Int,
+        into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int
+    ) {
         // The intermediate image and one input row, as floats, each with a float of slack
         // for the four-wide loads and stores; from this thread's reused scratch memory.
         let floats = outWidth * 3 * height + 1 + width * 3 + 1
         let done: Void? = ScratchMemory.withMemory(floats * MemoryLayout<Float>.stride) { scratch in
-            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight,
-                   scratch: scratch.bindMemory(to: Float.self, capacity: floats))
+            reduce(
+                input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight,
+                scratch: scratch.bindMemory(to: Float.self, capacity: floats))
         }
         if done == nil {
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: floats)
             defer { scratch.deallocate() }
-            reduce(input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight, scratch: scratch)
+            reduce(
+                input, width: width, height: height, into: output, outWidth: outWidth, outHeight: outHeight,
+                scratch: scratch)
         }
     }
 
-    private static func reduce(_ input: UnsafePointer<UInt8>, width: Int, height: Int,
-                               into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int,
-                               scratch: UnsafeMutablePointer<Float>) {
+    private static func reduce(
+        _ input: UnsafePointer<UInt8>, width: Int, height: Int,
+        into output: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int,
+        scratch: UnsafeMutablePointer<Float>
+    ) {
         let horizontal = taps(input: width, output: outWidth)
         let vertical = taps(input: height, output: outHeight)
         let unit = 1 / Float(Int32(1) << precision)
@@ -113,12 +122,25 @@ enum CubicReducer {
                     let target = UnsafeMutableRawPointer(intermediate + y * outValues)
                     // Fixed tap counts (a residual reduce of 1–2× takes 4 to 8) are unrolled.
                     switch count {
-                    case 4: horizontalRow(Taps4.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
-                    case 5: horizontalRow(Taps5.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
-                    case 6: horizontalRow(Taps6.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
-                    case 7: horizontalRow(Taps7.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
-                    case 8: horizontalRow(Taps8.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
-                    default: horizontalRow(count: count, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 4:
+                        horizontalRow(
+                            Taps4.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 5:
+                        horizontalRow(
+                            Taps5.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 6:
+                        horizontalRow(
+                            Taps6.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 7:
+                        horizontalRow(
+                            Taps7.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    case 8:
+                        horizontalRow(
+                            Taps8.self, row: base, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+                    default:
+                        horizontalRow(
+                            count: count, row: base, offsets: offsets, weights: weights, outWidth: outWidth,
+                            into: target)
                     }
                 }
             }
@@ -144,16 +166,20 @@ enum CubicReducer {
 
     /// One output row of the vertical pass with `Count.value` taps.
     @inline(__always)
-    static func verticalRow<Count: TapCount>(_: Count.Type, first: UnsafeRawPointer, values: Int,
-                                             weights: UnsafePointer<Float>, into target: UnsafeMutablePointer<UInt8>) {
+    static func verticalRow<Count: TapCount>(
+        _: Count.Type, first: UnsafeRawPointer, values: Int,
+        weights: UnsafePointer<Float>, into target: UnsafeMutablePointer<UInt8>
+    ) {
         verticalRow(count: Count.value, first: first, values: values, weights: weights, into: target)
     }
 
     /// One output row of the vertical pass: `values` sums over `count` rows of floats from
     /// `first` (one row apart), rounded to bytes.
     @inline(__always)
-    static func verticalRow(count: Int, first: UnsafeRawPointer, values: Int, weights: UnsafePointer<Float>,
-                            into target: UnsafeMutablePointer<UInt8>) {
+    static func verticalRow(
+        count: Int, first: UnsafeRawPointer, values: Int, weights: UnsafePointer<Float>,
+        into target: UnsafeMutablePointer<UInt8>
+    ) {
         let stride = values * MemoryLayout<Float>.stride
         var i = 0
         while i + 16 <= values {
@@ -167,7 +193,10 @@ enum CubicReducer {
         }
         while i < values {
             var sum = bias
-            for k in 0..<count { sum += weights[k] * first.load(fromByteOffset: k * stride + i * MemoryLayout<Float>.stride, as: Float.self) }
+            for k in 0..<count {
+                sum +=
+                    weights[k] * first.load(fromByteOffset: k * stride + i * MemoryLayout<Float>.stride, as: Float.self)
+            }
             target[i] = UInt8(min(255, max(0, sum.rounded(.toNearestOrEven))))
             i += 1
         }
@@ -183,17 +212,22 @@ enum CubicReducer {
 
     /// One row of the horizontal pass with `Count.value` taps per output pixel.
     @inline(__always)
-    static func horizontalRow<Count: TapCount>(_: Count.Type, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
-                                               weights: UnsafePointer<SIMD4<Float>>, outWidth: Int,
-                                               into target: UnsafeMutableRawPointer) {
-        horizontalRow(count: Count.value, row: row, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
+    static func horizontalRow<Count: TapCount>(
+        _: Count.Type, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
+        weights: UnsafePointer<SIMD4<Float>>, outWidth: Int,
+        into target: UnsafeMutableRawPointer
+    ) {
+        horizontalRow(
+            count: Count.value, row: row, offsets: offsets, weights: weights, outWidth: outWidth, into: target)
     }
 
     /// One row of the horizontal pass: each output pixel sums `count` input pixels of `row`
     /// (floats) from its offset, with its weights, and is stored rounded to 8 bits (as floats).
     @inline(__always)
-    static func horizontalRow(count: Int, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
-                              weights: UnsafePointer<SIMD4<Float>>, outWidth: Int, into target: UnsafeMutableRawPointer) {
+    static func horizontalRow(
+        count: Int, row: UnsafeRawPointer, offsets: UnsafePointer<Int>,
+        weights: UnsafePointer<SIMD4<Float>>, outWidth: Int, into target: UnsafeMutableRawPointer
+    ) {
         let pixelBytes = 3 * MemoryLayout<Float>.stride
         var target = target
         var w = weights
@@ -223,9 +257,11 @@ enum CubicReducer {
     static func widen(_ bytes: UnsafePointer<UInt8>, count: Int, into floats: UnsafeMutablePointer<Float>) {
         var i = 0
         while i + 16 <= count {
-            let values = SIMD16<UInt32>(truncatingIfNeeded: UnsafeRawPointer(bytes + i).loadUnaligned(as: SIMD16<UInt8>.self))
+            let values = SIMD16<UInt32>(
+                truncatingIfNeeded: UnsafeRawPointer(bytes + i).loadUnaligned(as: SIMD16<UInt8>.self))
             let biased = unsafeBitCast(values | SIMD16(repeating: magicBits), to: SIMD16<Float>.self)
-            UnsafeMutableRawPointer(floats + i).storeBytes(of: biased - SIMD16(repeating: magic), as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(floats + i).storeBytes(
+                of: biased - SIMD16(repeating: magic), as: SIMD16<Float>.self)
             i += 16
         }
         while i < count {
@@ -245,7 +281,8 @@ enum CubicReducer {
         // In halves: the stdlib's `clamped` is inlined for eight lanes, not for sixteen.
         @inline(__always) func half(_ sum: SIMD8<Float>) -> SIMD8<UInt8> {
             let shifted = unsafeBitCast(sum + SIMD8(repeating: magic), to: SIMD8<Int32>.self)
-            let integer = (shifted &- SIMD8(repeating: Int32(bitPattern: magicBits))).clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
+            let integer = (shifted &- SIMD8(repeating: Int32(bitPattern: magicBits))).clamped(
+                lowerBound: .zero, upperBound: SIMD8(repeating: 255))
             return SIMD8<UInt8>(truncatingIfNeeded: integer)
         }
         return SIMD16(lowHalf: half(sum.lowHalf), highHalf: half(sum.highHalf))
@@ -255,7 +292,8 @@ enum CubicReducer {
     @inline(__always)
     static func rounded(_ sum: SIMD4<Float>) -> SIMD4<Float> {
         let shifted = unsafeBitCast(sum + SIMD4(repeating: magic), to: SIMD4<Int32>.self)
-        let integer = (shifted &- SIMD4(repeating: Int32(bitPattern: magicBits))).clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+        let integer = (shifted &- SIMD4(repeating: Int32(bitPattern: magicBits))).clamped(
+            lowerBound: .zero, upperBound: SIMD4(repeating: 255))
         return unsafeBitCast(integer | SIMD4(repeating: Int32(bitPattern: magicBits)), to: SIMD4<Float>.self)
             - SIMD4(repeating: magic)
     }

@@ -11,8 +11,10 @@ public struct DecodeLimits: Sendable, Hashable {
     public var maxInputBytes: Int
 
     /// Limits; each parameter defaults as its property documents.
-    public init(maxPixelCount: Int = 100_000_000, maxDimension: Int = 65_500, maxPages: Int = 1_000,
-                maxInputBytes: Int = 256 << 20) {
+    public init(
+        maxPixelCount: Int = 100_000_000, maxDimension: Int = 65_500, maxPages: Int = 1_000,
+        maxInputBytes: Int = 256 << 20
+    ) {
         self.maxPixelCount = maxPixelCount
         self.maxDimension = maxDimension
         self.maxPages = maxPages
@@ -22,7 +24,8 @@ public struct DecodeLimits: Sendable, Hashable {
     /// Throws `.tooLarge` when the input size breaks a limit.
     func check(inputBytes: Int, label: String) throws(VipsError) {
         if inputBytes > maxInputBytes {
-            throw VipsError(.tooLarge, "\(label): \(inputBytes) bytes exceeds the input limit of \(maxInputBytes) bytes")
+            throw VipsError(
+                .tooLarge, "\(label): \(inputBytes) bytes exceeds the input limit of \(maxInputBytes) bytes")
         }
     }
 
@@ -31,10 +34,12 @@ public struct DecodeLimits: Sendable, Hashable {
     func check(_ info: ImageInfo, label: String) throws(VipsError) {
         let (pixels, overflow) = info.width.multipliedReportingOverflow(by: info.height)
         if overflow || pixels > maxPixelCount {
-            throw VipsError(.tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxPixelCount) pixels")
+            throw VipsError(
+                .tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxPixelCount) pixels")
         }
         if info.width > maxDimension || info.height > maxDimension {
-            throw VipsError(.tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxDimension) px a side")
+            throw VipsError(
+                .tooLarge, "\(label): \(info.width)×\(info.height) px exceeds the limit of \(maxDimension) px a side")
         }
         if info.pages > maxPages {
             throw VipsError(.tooLarge, "\(label): \(info.pages) pages exceeds the limit of \(maxPages)")

@@ -20,9 +20,11 @@ public struct DecodeOptions: Sendable, Hashable {
     public var shrinkOnLoad: ShrinkOnLoad
 
     /// Options; each parameter defaults as its property documents.
-    public init(limits: DecodeLimits = DecodeLimits(), strict: Bool = false,
-                allowedFormats: Set<ImageFormat> = ImageFormat.defaultAllowed,
-                shrinkOnLoad: ShrinkOnLoad = .fast) {
+    public init(
+        limits: DecodeLimits = DecodeLimits(), strict: Bool = false,
+        allowedFormats: Set<ImageFormat> = ImageFormat.defaultAllowed,
+        shrinkOnLoad: ShrinkOnLoad = .fast
+    ) {
         self.limits = limits
         self.strict = strict
         self.allowedFormats = allowedFormats

@@ -25,7 +25,9 @@ enum EXIFOrientation {
             let at = ifd + 2 + entry * 12
             guard u16(at) == 0x0112 else { continue }
             // SHORT (3), count 1: the value sits in the first two bytes of the value field.
-            guard u16(at + 2) == 3, u32(at + 4) == 1, let value = u16(at + 8), (1...8).contains(value) else { return nil }
+            guard u16(at + 2) == 3, u32(at + 4) == 1, let value = u16(at + 8), (1...8).contains(value) else {
+                return nil
+            }
             return value
         }
         return nil

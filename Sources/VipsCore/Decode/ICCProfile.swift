@@ -31,12 +31,15 @@ struct ICCProfile: Equatable {
         case Self.signature("CMYK"): colourSpace = .cmyk
         default: colourSpace = .other
         }
-        guard let count = reader.uint32(at: 128), count <= 1024, 132 + Int(count) * 12 <= bytes.count else { return nil }
+        guard let count = reader.uint32(at: 128), count <= 1024, 132 + Int(count) * 12 <= bytes.count else {
+            return nil
+        }
         var tags: [UInt32: (offset: Int, size: Int)] = [:]
         for index in 0..<Int(count) {
             let entry = 132 + index * 12
             guard let signature = reader.uint32(at: entry), let offset = reader.uint32(at: entry + 4),
-                  let size = reader.uint32(at: entry + 8) else { return nil }
+                let size = reader.uint32(at: entry + 8)
+            else { return nil }
             let (end, overflow) = Int(offset).addingReportingOverflow(Int(size))
             guard !overflow, end <= bytes.count, size >= 8 else { continue }
             tags[signature] = (Int(offset), Int(size))
@@ -63,7 +66,7 @@ struct ICCProfile: Equatable {
 
     /// sRGB's red, green and blue colorants adapted to D50 (IEC 61966-2-1 via Bradford).
     static let srgbColorants: [[Double]] = [
-        [0.4361, 0.2225, 0.0139], [0.3851, 0.7169, 0.0971], [0.1431, 0.0606, 0.7141],
+        [0.4361, 0.2225, 0.0139], [0.3851, 0.7169, 0.0971], [0.1431, 0.0606, 0.7141]
     ]
 
     static func signature(_ text: String) -> UInt32 {
@@ -94,7 +97,8 @@ struct ICCProfile: Equatable {
         /// The three numbers of an XYZType tag.
         func xyz(at offset: Int) -> [Double]? {
             guard tag(at: offset) == ICCProfile.signature("XYZ "),
-                  let x = fixed(at: offset + 8), let y = fixed(at: offset + 12), let z = fixed(at: offset + 16) else { return nil }
+                let x = fixed(at: offset + 8), let y = fixed(at: offset + 12), let z = fixed(at: offset + 16)
+            else { return nil }
             return [x, y, z]
         }
     }
@@ -107,7 +111,8 @@ struct ICCProfile: Equatable {
             let kind = reader.tag(at: offset)
             if kind == ICCProfile.signature("curv") {
                 guard let count = reader.uint32(at: offset + 8), count >= 2, count <= 65536,
-                      12 + Int(count) * 2 <= size else { return nil }
+                    12 + Int(count) * 2 <= size
+                else { return nil }
                 // Gamma-only (count 1) and identity (count 0) curves are never sRGB's.
                 var table = [Double]()
                 table.reserveCapacity(Int(count))

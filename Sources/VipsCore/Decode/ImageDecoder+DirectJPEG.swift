@@ -66,8 +66,10 @@ extension ImageDecoder {
     }
 
     /// Decodes a JPEG on the direct path; nil when the file must go to libvips instead.
-    func decodeJPEGDirectly(_ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
-                            allowUpscale: Bool) throws(VipsError) -> Bitmap? {
+    func decodeJPEGDirectly(
+        _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
+        allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap? {
         let label = input.label
         // Mapped pages count in the resident set until the decode ends, so a large file goes
         // to libvips, which streams it through a small buffer.
@@ -77,14 +79,17 @@ extension ImageDecoder {
         }
     }
 
-    private func decodeJPEGDirectly(_ bytes: UnsafeRawBufferPointer, box: (width: Int, height: Int)?, scale: Double,
-                                    allowUpscale: Bool, label: String) throws(VipsError) -> Bitmap? {
+    private func decodeJPEGDirectly(
+        _ bytes: UnsafeRawBufferPointer, box: (width: Int, height: Int)?, scale: Double,
+        allowUpscale: Bool, label: String
+    ) throws(VipsError) -> Bitmap? {
         let header = JPEGHeader(bytes)
         guard jpegRoute(header, allowUpscale: allowUpscale) == .direct, let header else { return nil }
         let orientation = header.orientation
         let swap = orientation >= 5
-        let info = ImageInfo(width: swap ? header.height : header.width, height: swap ? header.width : header.height,
-                             format: .jpeg, bands: header.components, hasAlpha: false, orientation: orientation, pages: 1)
+        let info = ImageInfo(
+            width: swap ? header.height : header.width, height: swap ? header.width : header.height,
+            format: .jpeg, bands: header.components, hasAlpha: false, orientation: orientation, pages: 1)
         // Limits from the header, before TurboJPEG allocates anything.
         try options.limits.check(info, label: label)
 
@@ -94,9 +99,10 @@ extension ImageDecoder {
         var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
         // TurboJPEG's own view of the header must agree with ours; if not, libvips decides.
         guard tjDecompressHeader3(handle, base, UInt(bytes.count), &width, &height, &subsampling, &colourspace) == 0,
-              Int(width) == header.width, Int(height) == header.height,
-              colourspace == Int32(TJCS_YCbCr.rawValue) || colourspace == Int32(TJCS_GRAY.rawValue)
-                || colourspace == Int32(TJCS_RGB.rawValue) else { return nil }
+            Int(width) == header.width, Int(height) == header.height,
+            colourspace == Int32(TJCS_YCbCr.rawValue) || colourspace == Int32(TJCS_GRAY.rawValue)
+                || colourspace == Int32(TJCS_RGB.rawValue)
+        else { return nil }
 
         // Today's fast-mode arithmetic: the same DCT shrink and the same output size.
         var shrink = 1
@@ -106,7 +112,8 @@ extension ImageDecoder {
             shrink = Self.jpegShrink(allowed: loaderShrink(info, box: box).raster) ?? 1
         }
         // A progressive file decoded at 1/8 needs only its DC scans (see ProgressiveJPEGFilter).
-        let shortened = shrink == 8 && header.isProgressive && !options.strict ? ProgressiveJPEGFilter.dcOnly(bytes) : nil
+        let shortened =
+            shrink == 8 && header.isProgressive && !options.strict ? ProgressiveJPEGFilter.dcOnly(bytes) : nil
         let scaledWidth = (header.width + shrink - 1) / shrink, scaledHeight = (header.height + shrink - 1) / shrink
         let rowBytes = scaledWidth * 3
         let (size, overflow) = rowBytes.multipliedReportingOverflow(by: scaledHeight)
@@ -118,9 +125,10 @@ extension ImageDecoder {
         // More than 500 scans is a known denial-of-service shape, not a real file.
         let flags = TJFLAG_LIMITSCANS | (options.strict ? TJFLAG_STOPONWARNING : 0)
         func decompress(_ raw: UnsafeRawBufferPointer) -> Int32 {
-            tjDecompress2(handle, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(raw.count),
-                          block.assumingMemoryBound(to: UInt8.self), Int32(scaledWidth), Int32(rowBytes),
-                          Int32(scaledHeight), Int32(TJPF_RGB.rawValue), flags)
+            tjDecompress2(
+                handle, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(raw.count),
+                block.assumingMemoryBound(to: UInt8.self), Int32(scaledWidth), Int32(rowBytes),
+                Int32(scaledHeight), Int32(TJPF_RGB.rawValue), flags)
         }
         let status = shortened.map { $0.withUnsafeBytes(decompress) } ?? decompress(bytes)
         if status != 0 {
@@ -153,19 +161,23 @@ extension ImageDecoder {
         var (outW, outH) = (keptWidth, keptHeight)
         var pixels = kept
         if fit > 1 {
-            let (outWidth, outHeight) = (max(1, Int(Double(keptWidth) * (1 / fit) + 0.5)),
-                                         max(1, Int(Double(keptHeight) * (1 / fit) + 0.5)))
+            let (outWidth, outHeight) = (
+                max(1, Int(Double(keptWidth) * (1 / fit) + 0.5)),
+                max(1, Int(Double(keptHeight) * (1 / fit) + 0.5))
+            )
             if outWidth != outW || outHeight != outH {
                 let reduced = try Self.allocate(outWidth, outHeight, label: label)
-                CubicReducer.reduce(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH,
-                                    into: reduced.pointer.assumingMemoryBound(to: UInt8.self), outWidth: outWidth, outHeight: outHeight)
+                CubicReducer.reduce(
+                    pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH,
+                    into: reduced.pointer.assumingMemoryBound(to: UInt8.self), outWidth: outWidth, outHeight: outHeight)
                 (pixels, outW, outH) = (reduced, outWidth, outHeight)
             }
         }
         if orientation != 1 {
             let upright = try Self.allocate(outW, outH, label: label)
-            PixelOrientation.orient(pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH, channels: 3,
-                                    orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+            PixelOrientation.orient(
+                pixels.pointer.assumingMemoryBound(to: UInt8.self), width: outW, height: outH, channels: 3,
+                orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (outW, outH) = (outH, outW) }
             pixels = upright
         }
@@ -184,7 +196,9 @@ extension ImageDecoder {
     }
 
     /// Runs `body` over the input's bytes (a file is mapped).
-    static func withBytes<R>(_ input: ImageInput, _ body: (UnsafeRawBufferPointer) throws(VipsError) -> R) throws(VipsError) -> R {
+    static func withBytes<R>(
+        _ input: ImageInput, _ body: (UnsafeRawBufferPointer) throws(VipsError) -> R
+    ) throws(VipsError) -> R {
         guard let data = mappedBytes(input) else { throw VipsError(.io, "cannot read \(input.label)") }
         let result: Result<R, VipsError> = data.withUnsafeBytes { raw in
             do throws(VipsError) { return .success(try body(raw)) } catch { return .failure(error) }

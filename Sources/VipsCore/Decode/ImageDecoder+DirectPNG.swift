@@ -33,8 +33,10 @@ extension ImageDecoder {
     static let directPNGInterlacedLimit = 48 << 20
 
     /// The route `decode` takes for a PNG input, for tests and diagnostics.
-    func pngRoute(_ input: ImageInput, size: TargetSize = .maxPixelSize(256), scale: Double = 1,
-                  allowUpscale: Bool = false) -> PNGRoute {
+    func pngRoute(
+        _ input: ImageInput, size: TargetSize = .maxPixelSize(256), scale: Double = 1,
+        allowUpscale: Bool = false
+    ) -> PNGRoute {
         let route: PNGRoute?? = try? Self.withPNGReader(input, strict: options.strict) { reader throws(VipsError) in
             pngRoute(reader, box: size.pixelBox(scale: scale), allowUpscale: allowUpscale)
         }
@@ -60,20 +62,26 @@ extension ImageDecoder {
         if let box {
             let plan = pngPlan(header, box: box)
             if plan.resampled {
-                let bytes = BoxCubicShrinker.workingBytes(width: header.width, height: header.height, outWidth: plan.width,
-                                                          outHeight: plan.height, channels: header.channels, hasAlpha: header.hasAlpha)
+                let bytes = BoxCubicShrinker.workingBytes(
+                    width: header.width, height: header.height, outWidth: plan.width,
+                    outHeight: plan.height, channels: header.channels, hasAlpha: header.hasAlpha)
                 if bytes > Self.directPNGWorkingLimit { return .libvips("residual reduce needs \(bytes >> 20) MiB") }
                 // One box's sum of 16-bit values must fit 32 bits.
-                let shrink = BoxCubicShrinker.plan(width: header.width, height: header.height, outWidth: plan.width,
-                                                   outHeight: plan.height, hasAlpha: header.hasAlpha)
-                if shrink.shrinkX * shrink.shrinkY > 65_536 { return .libvips("box shrink of \(shrink.shrinkX)×\(shrink.shrinkY)") }
+                let shrink = BoxCubicShrinker.plan(
+                    width: header.width, height: header.height, outWidth: plan.width,
+                    outHeight: plan.height, hasAlpha: header.hasAlpha)
+                if shrink.shrinkX * shrink.shrinkY > 65_536 {
+                    return .libvips("box shrink of \(shrink.shrinkX)×\(shrink.shrinkY)")
+                }
             }
         }
         return .direct
     }
 
     /// The output size in the stored orientation (today's fast-mode arithmetic), and whether it is a resize.
-    private func pngPlan(_ header: PNGHeader, box: (width: Int, height: Int)?) -> (width: Int, height: Int, resampled: Bool) {
+    private func pngPlan(
+        _ header: PNGHeader, box: (width: Int, height: Int)?
+    ) -> (width: Int, height: Int, resampled: Bool) {
         guard let box else { return (header.width, header.height, false) }
         let swap = header.orientation >= 5
         let (displayWidth, displayHeight) = swap ? (header.height, header.width) : (header.width, header.height)
@@ -81,28 +89,37 @@ extension ImageDecoder {
         let (boxWidth, boxHeight) = swap ? (targetHeight, targetWidth) : (targetWidth, targetHeight)
         let fit = max(Double(header.width) / Double(boxWidth), Double(header.height) / Double(boxHeight))
         guard fit > 1 else { return (header.width, header.height, false) }
-        let (outWidth, outHeight) = (max(1, Int(Double(header.width) * (1 / fit) + 0.5)),
-                                     max(1, Int(Double(header.height) * (1 / fit) + 0.5)))
+        let (outWidth, outHeight) = (
+            max(1, Int(Double(header.width) * (1 / fit) + 0.5)),
+            max(1, Int(Double(header.height) * (1 / fit) + 0.5))
+        )
         return (outWidth, outHeight, outWidth != header.width || outHeight != header.height)
     }
 
     /// Decodes a PNG on the direct path; nil when the file must go to libvips instead.
-    func decodePNGDirectly(_ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
-                           allowUpscale: Bool) throws(VipsError) -> Bitmap? {
+    func decodePNGDirectly(
+        _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
+        allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap? {
         let label = input.label
         let result: Bitmap?? = try Self.withPNGReader(input, strict: options.strict) { reader throws(VipsError) in
-            guard pngRoute(reader, box: box, allowUpscale: allowUpscale) == .direct, let header = reader.header else { return nil }
+            guard pngRoute(reader, box: box, allowUpscale: allowUpscale) == .direct, let header = reader.header else {
+                return nil
+            }
             return try decodePNG(reader, header: header, box: box, scale: scale, label: label)
         }
         return result ?? nil
     }
 
-    private func decodePNG(_ reader: PNGReader, header: PNGHeader, box: (width: Int, height: Int)?, scale: Double,
-                           label: String) throws(VipsError) -> Bitmap? {
+    private func decodePNG(
+        _ reader: PNGReader, header: PNGHeader, box: (width: Int, height: Int)?, scale: Double,
+        label: String
+    ) throws(VipsError) -> Bitmap? {
         let orientation = header.orientation
         let swap = orientation >= 5
-        let info = ImageInfo(width: swap ? header.height : header.width, height: swap ? header.width : header.height,
-                             format: .png, bands: header.channels, hasAlpha: header.hasAlpha, orientation: orientation, pages: 1)
+        let info = ImageInfo(
+            width: swap ? header.height : header.width, height: swap ? header.width : header.height,
+            format: .png, bands: header.channels, hasAlpha: header.hasAlpha, orientation: orientation, pages: 1)
         // Limits from the header, before anything is allocated for pixels.
         try options.limits.check(info, label: label)
 
@@ -136,9 +153,11 @@ extension ImageDecoder {
         var pixels = try Self.allocatePNG(outWidth, outHeight, outChannels, label: label)
         let row = UnsafeMutableRawPointer.allocate(byteCount: max(1, stride), alignment: 16)
         defer { row.deallocate() }
-        var shrinker = plan.resampled
-            ? BoxCubicShrinker(width: header.width, height: header.height, channels: header.channels, hasAlpha: header.hasAlpha,
-                               sixteenBit: header.sixteenBit, outWidth: outWidth, outHeight: outHeight)
+        var shrinker =
+            plan.resampled
+            ? BoxCubicShrinker(
+                width: header.width, height: header.height, channels: header.channels, hasAlpha: header.hasAlpha,
+                sixteenBit: header.sixteenBit, outWidth: outWidth, outHeight: outHeight)
             : nil
         let target = pixels.pointer.assumingMemoryBound(to: UInt8.self)
         let cancellation = DecodeCancellation.active
@@ -156,15 +175,17 @@ extension ImageDecoder {
             if shrinker != nil {
                 shrinker?.add(row: row, stride: decodedChannels)
             } else {
-                Self.convertPNGRow(row, header: header, decodedChannels: decodedChannels,
-                                   into: target + y * header.width * outChannels, outChannels: outChannels)
+                Self.convertPNGRow(
+                    row, header: header, decodedChannels: decodedChannels,
+                    into: target + y * header.width * outChannels, outChannels: outChannels)
             }
         }
         shrinker?.finish(into: target)
         if orientation != 1 {
             let upright = try Self.allocatePNG(outWidth, outHeight, outChannels, label: label)
-            PixelOrientation.orient(target, width: outWidth, height: outHeight, channels: outChannels, orientation: orientation,
-                                    into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+            PixelOrientation.orient(
+                target, width: outWidth, height: outHeight, channels: outChannels, orientation: orientation,
+                into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (outWidth, outHeight) = (outHeight, outWidth) }
             pixels = upright
         }
@@ -173,14 +194,18 @@ extension ImageDecoder {
     }
 
     /// One full-size row to 8-bit RGB or RGBA: grey repeated, 16-bit shifted down (libvips' cast with shift).
-    private static func convertPNGRow(_ row: UnsafeRawPointer, header: PNGHeader, decodedChannels: Int,
-                                      into target: UnsafeMutablePointer<UInt8>, outChannels: Int) {
+    private static func convertPNGRow(
+        _ row: UnsafeRawPointer, header: PNGHeader, decodedChannels: Int,
+        into target: UnsafeMutablePointer<UInt8>, outChannels: Int
+    ) {
         let colours = header.channels - (header.hasAlpha ? 1 : 0)
         for x in 0..<header.width {
             let out = target + x * outChannels
             func sample(_ k: Int) -> UInt8 {
                 header.sixteenBit
-                    ? UInt8(truncatingIfNeeded: row.load(fromByteOffset: (x * decodedChannels + k) * 2, as: UInt16.self) >> 8)
+                    ? UInt8(
+                        truncatingIfNeeded: row.load(fromByteOffset: (x * decodedChannels + k) * 2, as: UInt16.self)
+                            >> 8)
                     : row.load(fromByteOffset: x * decodedChannels + k, as: UInt8.self)
             }
             if colours == 1 {
@@ -196,11 +221,15 @@ extension ImageDecoder {
     /// A libspng failure mid-decode as a typed error: a short stream is truncation, the rest corruption.
     static func pngFailure(_ status: Int32, label: String) -> VipsError {
         let message = spng_strerror(status).map { String(cString: $0) } ?? "libspng error \(status)"
-        let truncated = [SPNG_IO_EOF, SPNG_IO_ERROR, SPNG_EOF, SPNG_EIO, SPNG_EIDAT_TOO_SHORT].map { Int32($0.rawValue) }.contains(status)
+        let truncated = [SPNG_IO_EOF, SPNG_IO_ERROR, SPNG_EOF, SPNG_EIO, SPNG_EIDAT_TOO_SHORT].map {
+            Int32($0.rawValue)
+        }.contains(status)
         return VipsError(truncated ? .truncatedData : .corruptData, "\(label): \(message)")
     }
 
-    private static func allocatePNG(_ width: Int, _ height: Int, _ channels: Int, label: String) throws(VipsError) -> PixelStorage {
+    private static func allocatePNG(
+        _ width: Int, _ height: Int, _ channels: Int, label: String
+    ) throws(VipsError) -> PixelStorage {
         let (size, overflow) = (width * channels).multipliedReportingOverflow(by: height)
         guard !overflow, let block = g_try_malloc(gsize(max(1, size))) else {
             throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(channels) pixels")
@@ -210,8 +239,10 @@ extension ImageDecoder {
 
     /// Runs `body` with a libspng reader over the input (a file is streamed, not mapped); nil when
     /// libspng cannot even start (libvips' path then reads and reports it).
-    static func withPNGReader<R>(_ input: ImageInput, strict: Bool,
-                                 _ body: (PNGReader) throws(VipsError) -> R) throws(VipsError) -> R? {
+    static func withPNGReader<R>(
+        _ input: ImageInput, strict: Bool,
+        _ body: (PNGReader) throws(VipsError) -> R
+    ) throws(VipsError) -> R? {
         switch input {
         case .file(let path):
             guard let file = fopen(path, "rb") else { return nil }
@@ -219,7 +250,9 @@ extension ImageDecoder {
             return try body(reader)
         case .data(let data):
             let result: Result<R, VipsError>? = data.withUnsafeBytes { raw in
-                guard let base = raw.baseAddress, let reader = PNGReader(buffer: base, count: raw.count) else { return nil }
+                guard let base = raw.baseAddress, let reader = PNGReader(buffer: base, count: raw.count) else {
+                    return nil
+                }
                 do throws(VipsError) { return .success(try body(reader)) } catch { return .failure(error) }
             }
             return try result?.get()
@@ -270,7 +303,9 @@ final class PNGReader {
         self.init(context: context, file: file)
         guard spng_set_png_file(context, file) == 0 else { return nil }
         let fd = fileno(file)
-        header = Self.chunkTypesAreLetters { offset, buffer in pread(fd, buffer, 8, off_t(offset)) == 8 } ? readHeader() : nil
+        header =
+            Self.chunkTypesAreLetters { offset, buffer in pread(fd, buffer, 8, off_t(offset)) == 8 }
+            ? readHeader() : nil
     }
 
     /// A reader of `count` bytes at `buffer`, which must outlive it.
@@ -278,11 +313,12 @@ final class PNGReader {
         guard let context = spng_ctx_new(Int32(SPNG_CTX_IGNORE_ADLER32.rawValue)) else { return nil }
         self.init(context: context, file: nil)
         guard spng_set_png_buffer(context, buffer, count) == 0 else { return nil }
-        header = Self.chunkTypesAreLetters { offset, target in
-            guard offset <= count - 8 else { return false }
-            target.copyMemory(from: buffer + offset, byteCount: 8)
-            return true
-        } ? readHeader() : nil
+        header =
+            Self.chunkTypesAreLetters { offset, target in
+                guard offset <= count - 8 else { return false }
+                target.copyMemory(from: buffer + offset, byteCount: 8)
+                return true
+            } ? readHeader() : nil
     }
 
     private init(context: OpaquePointer, file: UnsafeMutablePointer<FILE>?) {
@@ -344,8 +380,9 @@ final class PNGReader {
                 animated = chunks.prefix(Int(count)).contains { $0.type == (0x61, 0x63, 0x54, 0x4C) } // "acTL"
             }
         }
-        return PNGHeader(width: Int(ihdr.width), height: Int(ihdr.height), bitDepth: Int(ihdr.bit_depth),
-                         colourType: Int(ihdr.color_type), interlaced: ihdr.interlace_method != 0, hasTRNS: hasTRNS,
-                         animated: animated, iccProfile: profile, orientation: orientation)
+        return PNGHeader(
+            width: Int(ihdr.width), height: Int(ihdr.height), bitDepth: Int(ihdr.bit_depth),
+            colourType: Int(ihdr.color_type), interlaced: ihdr.interlace_method != 0, hasTRNS: hasTRNS,
+            animated: animated, iccProfile: profile, orientation: orientation)
     }
 }

@@ -55,7 +55,9 @@ extension ImageDecoder {
                 guard flags & flag.rawValue != 0 else { return nil }
                 var iterator = WebPChunkIterator()
                 defer { WebPDemuxReleaseChunkIterator(&iterator) }
-                guard WebPDemuxGetChunk(demuxer, fourcc, 1, &iterator) != 0, let base = iterator.chunk.bytes else { return [] }
+                guard WebPDemuxGetChunk(demuxer, fourcc, 1, &iterator) != 0, let base = iterator.chunk.bytes else {
+                    return []
+                }
                 return Array(UnsafeBufferPointer(start: base, count: iterator.chunk.size))
             }
             var orientation = 1
@@ -65,9 +67,10 @@ extension ImageDecoder {
                 let tiff = exif.starts(with: prefix) ? Array(exif.dropFirst(6)) : exif
                 orientation = tiff.withUnsafeBytes { EXIFOrientation.read($0) } ?? 1
             }
-            return WebPHeader(width: width, height: height, hasAlpha: flags & ALPHA_FLAG.rawValue != 0,
-                              isAnimated: flags & ANIMATION_FLAG.rawValue != 0, iccProfile: chunk("ICCP", ICCP_FLAG),
-                              orientation: orientation)
+            return WebPHeader(
+                width: width, height: height, hasAlpha: flags & ALPHA_FLAG.rawValue != 0,
+                isAnimated: flags & ANIMATION_FLAG.rawValue != 0, iccProfile: chunk("ICCP", ICCP_FLAG),
+                orientation: orientation)
         }
     }
 
@@ -82,12 +85,16 @@ extension ImageDecoder {
 
     /// The sizes of a decode into `box`: what libwebp scales to (libvips' `rint(side × scale)`)
     /// and the output (vips_thumbnail's arithmetic), both in the stored orientation.
-    private func webpSizes(_ header: WebPHeader, box: (width: Int, height: Int)?)
-        -> (scaled: (width: Int, height: Int), output: (width: Int, height: Int)) {
+    private func webpSizes(
+        _ header: WebPHeader, box: (width: Int, height: Int)?
+    )
+        -> (scaled: (width: Int, height: Int), output: (width: Int, height: Int))
+    {
         let swap = header.orientation >= 5
-        let info = ImageInfo(width: swap ? header.height : header.width, height: swap ? header.width : header.height,
-                             format: .webp, bands: header.hasAlpha ? 4 : 3, hasAlpha: header.hasAlpha,
-                             orientation: header.orientation, pages: 1)
+        let info = ImageInfo(
+            width: swap ? header.height : header.width, height: swap ? header.width : header.height,
+            format: .webp, bands: header.hasAlpha ? 4 : 3, hasAlpha: header.hasAlpha,
+            orientation: header.orientation, pages: 1)
         guard let box else { return ((header.width, header.height), (header.width, header.height)) }
         var scaled = (width: header.width, height: header.height)
         let allowed = loaderShrink(info, box: box).raster
@@ -101,7 +108,9 @@ extension ImageDecoder {
         let (boxWidth, boxHeight) = swap ? (targetHeight, targetWidth) : (targetWidth, targetHeight)
         let fit = max(Double(scaled.width) / Double(boxWidth), Double(scaled.height) / Double(boxHeight))
         guard fit > 1 else { return (scaled, scaled) }
-        let output = (max(1, Int(Double(scaled.width) * (1 / fit) + 0.5)), max(1, Int(Double(scaled.height) * (1 / fit) + 0.5)))
+        let output = (
+            max(1, Int(Double(scaled.width) * (1 / fit) + 0.5)), max(1, Int(Double(scaled.height) * (1 / fit) + 0.5))
+        )
         return (scaled, output)
     }
 
@@ -116,7 +125,9 @@ extension ImageDecoder {
         }
         if let bytes = header.iccProfile {
             let profile = bytes.withUnsafeBytes { ICCProfile($0) }
-            guard let profile, profile.colourSpace == .rgb, profile.isSRGB else { return .libvips("ICC profile is not sRGB") }
+            guard let profile, profile.colourSpace == .rgb, profile.isSRGB else {
+                return .libvips("ICC profile is not sRGB")
+            }
         }
         if header.hasAlpha {
             let sizes = webpSizes(header, box: box)
@@ -126,7 +137,9 @@ extension ImageDecoder {
     }
 
     /// The route `decode` takes for a WebP input into `size`, for tests and diagnostics.
-    func webpRoute(_ input: ImageInput, size: TargetSize = .original, scale: Double = 1, allowUpscale: Bool = false) -> WebPRoute {
+    func webpRoute(
+        _ input: ImageInput, size: TargetSize = .original, scale: Double = 1, allowUpscale: Bool = false
+    ) -> WebPRoute {
         let route: WebPRoute? = try? Self.withBytes(input) { bytes throws(VipsError) in
             webpRoute(Self.webpHeader(bytes), box: size.pixelBox(scale: scale), allowUpscale: allowUpscale)
         }
@@ -134,8 +147,10 @@ extension ImageDecoder {
     }
 
     /// Decodes a WebP on the direct path; nil when the file must go to libvips instead.
-    func decodeWebPDirectly(_ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
-                            allowUpscale: Bool) throws(VipsError) -> Bitmap? {
+    func decodeWebPDirectly(
+        _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
+        allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap? {
         let label = input.label
         // Mapped whole, as libvips maps the source for libwebp.
         guard let data = Self.mappedBytes(input) else { return nil }
@@ -144,20 +159,24 @@ extension ImageDecoder {
         }
     }
 
-    private func decodeWebPDirectly(_ bytes: UnsafeRawBufferPointer, box: (width: Int, height: Int)?, scale: Double,
-                                    allowUpscale: Bool, label: String) throws(VipsError) -> Bitmap? {
+    private func decodeWebPDirectly(
+        _ bytes: UnsafeRawBufferPointer, box: (width: Int, height: Int)?, scale: Double,
+        allowUpscale: Bool, label: String
+    ) throws(VipsError) -> Bitmap? {
         // libvips refuses a short file in every mode too ("unable to parse image": its demuxer
         // takes complete files only); say what it is, whichever path would have decoded it.
         if Self.webpIsTruncated(bytes) {
-            throw VipsError(.truncatedData, "\(label): the WebP file is truncated (its RIFF header declares more bytes)")
+            throw VipsError(
+                .truncatedData, "\(label): the WebP file is truncated (its RIFF header declares more bytes)")
         }
         let header = Self.webpHeader(bytes)
         guard webpRoute(header, box: box, allowUpscale: allowUpscale) == .direct, let header else { return nil }
         let orientation = header.orientation
         let swap = orientation >= 5
         let channels = header.hasAlpha ? 4 : 3
-        let info = ImageInfo(width: swap ? header.height : header.width, height: swap ? header.width : header.height,
-                             format: .webp, bands: channels, hasAlpha: header.hasAlpha, orientation: orientation, pages: 1)
+        let info = ImageInfo(
+            width: swap ? header.height : header.width, height: swap ? header.width : header.height,
+            format: .webp, bands: channels, hasAlpha: header.hasAlpha, orientation: orientation, pages: 1)
         // Limits from the header, before libwebp allocates anything.
         try options.limits.check(info, label: label)
         let (scaled, output) = webpSizes(header, box: box)
@@ -195,15 +214,17 @@ extension ImageDecoder {
         if output != scaled {
             // Only RGB gets here (see webpRoute): the cubic reduce of today's fast path.
             let reduced = try Self.allocate(output.width, output.height, channels: 3, label: label)
-            CubicReducer.reduce(result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height,
-                                into: reduced.pointer.assumingMemoryBound(to: UInt8.self),
-                                outWidth: output.width, outHeight: output.height)
+            CubicReducer.reduce(
+                result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height,
+                into: reduced.pointer.assumingMemoryBound(to: UInt8.self),
+                outWidth: output.width, outHeight: output.height)
             (result, width, height) = (reduced, output.width, output.height)
         }
         if orientation != 1 {
             let upright = try Self.allocate(width, height, channels: channels, label: label)
-            PixelOrientation.orient(result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height, channels: channels,
-                        orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+            PixelOrientation.orient(
+                result.pointer.assumingMemoryBound(to: UInt8.self), width: width, height: height, channels: channels,
+                orientation: orientation, into: upright.pointer.assumingMemoryBound(to: UInt8.self))
             if swap { (width, height) = (height, width) }
             result = upright
         }
@@ -228,7 +249,9 @@ extension ImageDecoder {
     }
 
     /// Storage for `width`×`height` pixels of `channels` bytes.
-    private static func allocate(_ width: Int, _ height: Int, channels: Int, label: String) throws(VipsError) -> PixelStorage {
+    private static func allocate(
+        _ width: Int, _ height: Int, channels: Int, label: String
+    ) throws(VipsError) -> PixelStorage {
         let (size, overflow) = (width * channels).multipliedReportingOverflow(by: height)
         guard width > 0, height > 0, !overflow, let block = g_try_malloc(gsize(size)) else {
             throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(channels) pixels")

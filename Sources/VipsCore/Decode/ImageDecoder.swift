@@ -43,23 +43,31 @@ public struct ImageDecoder: Sendable {
     /// Shrinks while decoding where the format allows, so a 4000×3000 JPEG
     /// decoded to 256 px never exists at full size. Never upscales unless
     /// `allowUpscale` is set.
-    public func decode(_ input: ImageInput, size: TargetSize = .original, scale: Double = 1,
-                       allowUpscale: Bool = false) throws(VipsError) -> Bitmap {
+    public func decode(
+        _ input: ImageInput, size: TargetSize = .original, scale: Double = 1,
+        allowUpscale: Bool = false
+    ) throws(VipsError) -> Bitmap {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
         // The direct paths need no libvips: it is started (once per process) only for what they decline.
         let format = try admit(input)
         if format == .jpeg, usesDirectPaths,
-           let bitmap = try decodeJPEGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            let bitmap = try decodeJPEGDirectly(
+                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
+        {
             return bitmap
         }
         if format == .webp, usesDirectPaths,
-           let bitmap = try decodeWebPDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            let bitmap = try decodeWebPDirectly(
+                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
+        {
             return bitmap
         }
         if format == .png, usesDirectPaths,
-           let bitmap = try decodePNGDirectly(input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale) {
+            let bitmap = try decodePNGDirectly(
+                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
+        {
             return bitmap
         }
         let loader = try libvipsLoader(for: format, label: input.label)
@@ -68,17 +76,22 @@ public struct ImageDecoder: Sendable {
             let header = try probe(source, loader: loader, label: label)
             // The probed header is the source's: a caller needing it reads `bitmap.source`.
             let origin = BitmapSource(info: header.info, decodedLeniently: false)
-            return try decode(source, input: input, header: header, size: size, scale: scale,
-                              allowUpscale: allowUpscale, label: label).withSource(origin)
+            return try decode(
+                source, input: input, header: header, size: size, scale: scale,
+                allowUpscale: allowUpscale, label: label
+            ).withSource(origin)
         }
     }
 
     /// The libvips path of `decode`, from the probed header.
-    private func decode(_ source: UnsafeMutablePointer<VipsSource>, input: ImageInput, header: Header, size: TargetSize,
-                        scale: Double, allowUpscale: Bool, label: String) throws(VipsError) -> Bitmap {
+    private func decode(
+        _ source: UnsafeMutablePointer<VipsSource>, input: ImageInput, header: Header, size: TargetSize,
+        scale: Double, allowUpscale: Bool, label: String
+    ) throws(VipsError) -> Bitmap {
         guard let box = size.pixelBox(scale: scale) else {
-            return try finish(header.image, width: header.info.width, height: header.info.height,
-                              allowUpscale: allowUpscale, scale: scale, label: label)
+            return try finish(
+                header.image, width: header.info.width, height: header.info.height,
+                allowUpscale: allowUpscale, scale: scale, label: label)
         }
         let (width, height): (Int, Int)
         if allowUpscale {
@@ -93,7 +106,8 @@ public struct ImageDecoder: Sendable {
             // Decode the shortened stream instead; nested so its bytes outlive every lazy step.
             return try ImageInput.data(dcOnly).withSource { shortened throws(VipsError) in
                 let image = try load(shortened, shrink: 8, label: label)
-                return try finish(image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
+                return try finish(
+                    image, width: width, height: height, allowUpscale: allowUpscale, scale: scale, label: label)
             }
         }
         let image = try shrinkOnLoad(source, header: header, box: box, label: label) ?? header.image
@@ -101,12 +115,16 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Resizes to fit width × height (upright, colour-managed) and materialises 8-bit sRGB pixels.
-    func finish(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
-                        label: String) throws(VipsError) -> Bitmap {
-        let image = try fastResidualResize(image, width: width, height: height, allowUpscale: allowUpscale, label: label)
+    func finish(
+        _ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool, scale: Double,
+        label: String
+    ) throws(VipsError) -> Bitmap {
+        let image = try fastResidualResize(
+            image, width: width, height: height, allowUpscale: allowUpscale, label: label)
         let sized = try image.apply(decodeErrorKind, "\(label): decode") {
-            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height),
-                               allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
+            vl_thumbnail_image(
+                $0, $1, Int32(clamping: width), Int32(clamping: height),
+                allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
         }
         let bitmap = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
         // A lenient decode of damaged data succeeds but leaves libvips' text behind;
@@ -130,10 +148,13 @@ public struct ImageDecoder: Sendable {
     /// `vips_resize` on the whole float premultiplied image peaks about 16 MB
     /// higher for a 2000×1500 RGBA PNG. (Box-shrinking all the way, leaving
     /// under 2×, saves 6 MB more but is visibly softer than lanczos3.)
-    func fastResidualResize(_ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool,
-                                    label: String) throws(VipsError) -> VipsImageHandle {
+    func fastResidualResize(
+        _ image: VipsImageHandle, width: Int, height: Int, allowUpscale: Bool,
+        label: String
+    ) throws(VipsError) -> VipsImageHandle {
         guard options.shrinkOnLoad == .fast, !allowUpscale,
-              Int(vips_image_get_page_height(image.pointer)) == image.height else { return image }
+            Int(vips_image_get_page_height(image.pointer)) == image.height
+        else { return image }
         let swap = (image.int("orientation") ?? 1) >= 5
         let (boxWidth, boxHeight) = swap ? (height, width) : (width, height)
         let shrink = max(Double(image.width) / Double(boxWidth), Double(image.height) / Double(boxHeight))
@@ -144,8 +165,9 @@ public struct ImageDecoder: Sendable {
         let step = "\(label): resize"
         func bicubic(_ input: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
             try input.apply(decodeErrorKind, step) {
-                vl_resize_kernel($0, $1, Double(outWidth) / Double(input.width), Double(outHeight) / Double(input.height),
-                                 VIPS_KERNEL_CUBIC)
+                vl_resize_kernel(
+                    $0, $1, Double(outWidth) / Double(input.width), Double(outHeight) / Double(input.height),
+                    VIPS_KERNEL_CUBIC)
             }
         }
         guard image.hasAlpha else { return try bicubic(image) }
@@ -235,7 +257,9 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Opens the header (no pixels yet) with `loader` and checks the limits.
-    private func probe(_ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String) throws(VipsError) -> Header {
+    private func probe(
+        _ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String
+    ) throws(VipsError) -> Header {
         let image = try Self.load(label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
         let orientation = min(8, max(1, image.int("orientation") ?? 1))
@@ -259,26 +283,36 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Reopens the source with the loader's own shrink when that helps; nil when it does not.
-    private func shrinkOnLoad(_ source: UnsafeMutablePointer<VipsSource>, header: Header,
-                              box: (width: Int, height: Int), label: String) throws(VipsError) -> VipsImageHandle? {
+    private func shrinkOnLoad(
+        _ source: UnsafeMutablePointer<VipsSource>, header: Header,
+        box: (width: Int, height: Int), label: String
+    ) throws(VipsError) -> VipsImageHandle? {
         let (allowed, vector) = loaderShrink(header.info, box: box)
         switch header.info.format {
         case .jpeg:
             guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
-            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed) }
+            return try Self.load(label) {
+                vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
+            }
         case .svg where vector > 1:
             // Vector: render at the output size itself rather than at the declared size.
-            return try Self.load(label) { vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / vector) }
+            return try Self.load(label) {
+                vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / vector)
+            }
         default:
             return nil
         }
     }
 
     /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
-    private func load(_ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String) throws(VipsError) -> VipsImageHandle {
-        try Self.load(label) { vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink)) }
+    private func load(
+        _ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String
+    ) throws(VipsError) -> VipsImageHandle {
+        try Self.load(label) {
+            vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+        }
     }
 
     /// How far a loader may shrink this image while decoding it into `box`:
@@ -306,13 +340,16 @@ public struct ImageDecoder: Sendable {
     /// mode, strict mode (every scan must be checked), baseline files, smaller shrinks.
     private func progressiveDCOnly(_ input: ImageInput, header: Header, box: (width: Int, height: Int)) -> Data? {
         guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
-              header.image.int("jpeg-multiscan") == 1 else { return nil }
+            header.image.int("jpeg-multiscan") == 1
+        else { return nil }
         guard Self.jpegShrink(allowed: loaderShrink(header.info, box: box).raster) == 8 else { return nil }
         switch input {
         case .data(let data):
             return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
         case .file(let path):
-            guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else { return nil }
+            guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else {
+                return nil
+            }
             return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
         }
     }
@@ -329,10 +366,13 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Runs a libvips loader; a failure is classified by libvips' wording.
-    static func load(_ label: String, _ open: () -> UnsafeMutablePointer<VipsImage>?) throws(VipsError) -> VipsImageHandle {
+    static func load(
+        _ label: String, _ open: () -> UnsafeMutablePointer<VipsImage>?
+    ) throws(VipsError) -> VipsImageHandle {
         _ = VipsRuntime.takeLastWarning()
         guard let loaded = open() else {
-            let message = VipsRuntime.takeErrorMessage(default: VipsRuntime.takeLastWarning() ?? "libvips gave no reason")
+            let message = VipsRuntime.takeErrorMessage(
+                default: VipsRuntime.takeLastWarning() ?? "libvips gave no reason")
             let kind = kind(forDecodeFailure: message)
             let detail: String
             if kind == .unsupportedFormat {
@@ -361,10 +401,16 @@ public struct ImageDecoder: Sendable {
                 image = converted
             } else if image.bands <= 2 {
                 // An interpretation libvips cannot convert from (MULTIBAND grey): treat as grey.
-                image = try image.apply(.corruptData, "\(label): grey") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_B_W) }
-                image = try image.apply(.corruptData, "\(label): colourspace") { vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+                image = try image.apply(.corruptData, "\(label): grey") {
+                    vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_B_W)
+                }
+                image = try image.apply(.corruptData, "\(label): colourspace") {
+                    vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+                }
             } else {
-                image = try image.apply(.corruptData, "\(label): sRGB") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+                image = try image.apply(.corruptData, "\(label): sRGB") {
+                    vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+                }
             }
         }
         switch image.bandFormat {
@@ -376,7 +422,9 @@ public struct ImageDecoder: Sendable {
             image = try image.apply(.corruptData, "\(label): depth") { vl_cast($0, $1, VIPS_FORMAT_UCHAR) }
         }
         if image.bands < 3 {
-            image = try image.apply(.corruptData, "\(label): colourspace") { vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+            image = try image.apply(.corruptData, "\(label): colourspace") {
+                vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+            }
         }
         guard image.bands == 3 || image.bands == 4, image.bandFormat == VIPS_FORMAT_UCHAR else {
             throw VipsError(.unsupportedFormat, "\(label): cannot convert \(image.bands)-band image to sRGB")
@@ -392,12 +440,18 @@ public struct ImageDecoder: Sendable {
     /// with one that does not fit their bands (or that Little CMS rejects)
     /// are left to the interpretation-based conversion.
     static func importEmbeddedProfile(_ image: VipsImageHandle, label: String) throws(VipsError) -> VipsImageHandle {
-        guard let profile = image.withBlob("icc-profile-data", { ICCProfile($0) }) ?? nil, !profile.isSRGB else { return image }
+        guard let profile = image.withBlob("icc-profile-data", { ICCProfile($0) }) ?? nil, !profile.isSRGB else {
+            return image
+        }
         let colourBands = image.bands - (image.hasAlpha ? 1 : 0)
         let fits: Bool
         switch profile.colourSpace {
-        case .rgb: fits = colourBands == 3 && [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16].contains(image.interpretation)
-        case .grey: fits = colourBands == 1 && [VIPS_INTERPRETATION_B_W, VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
+        case .rgb:
+            fits =
+                colourBands == 3 && [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16].contains(image.interpretation)
+        case .grey:
+            fits =
+                colourBands == 1 && [VIPS_INTERPRETATION_B_W, VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
         case .cmyk: fits = colourBands == 4 && image.interpretation == VIPS_INTERPRETATION_CMYK
         case .other: fits = false
         }
@@ -456,9 +510,10 @@ public struct ImageDecoder: Sendable {
         // A bitmap from a direct path may be the first thing this process hands libvips.
         try VipsRuntime.start()
         let raw = try VipsImageHandle.make(.internal, "wrap bitmap") {
-            let image = vips_image_new_from_memory(bitmap.storage.pointer, bitmap.storage.count,
-                                                   Int32(bitmap.width), Int32(bitmap.height),
-                                                   Int32(bitmap.channels), VIPS_FORMAT_UCHAR)
+            let image = vips_image_new_from_memory(
+                bitmap.storage.pointer, bitmap.storage.count,
+                Int32(bitmap.width), Int32(bitmap.height),
+                Int32(bitmap.channels), VIPS_FORMAT_UCHAR)
             $0.pointee = image
             return image == nil ? -1 : 0
         }
@@ -473,13 +528,20 @@ public struct ImageDecoder: Sendable {
         if lower.contains("operation is blocked") { return .unsupportedFormat }
         // libheif refuses images over its security limit (16384² pixels by default):
         // too large, like any image over `DecodeLimits`.
-        if lower.contains("security limit exceeded") || lower.contains("exceeds the maximum image size") { return .tooLarge }
+        if lower.contains("security limit exceeded") || lower.contains("exceeds the maximum image size") {
+            return .tooLarge
+        }
         // A well-formed file using what the loader cannot read ("subsampled images not
         // supported", "unsupported sample format"): a missing feature, not damage.
-        let unsupportedWords = ["not supported", "unsupported sample format", "unsupported bits per sample",
-                                "unsupported colour space", "unsupported color space", "unsupported compression"]
+        let unsupportedWords = [
+            "not supported", "unsupported sample format", "unsupported bits per sample",
+            "unsupported colour space", "unsupported color space", "unsupported compression"
+        ]
         if unsupportedWords.contains(where: lower.contains) { return .unsupportedFeature }
-        let truncationWords = ["truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data", "end of file"]
+        let truncationWords = [
+            "truncated", "premature end", "out of data", "unexpected end", "read error", "not enough data",
+            "end of file"
+        ]
         return truncationWords.contains(where: lower.contains) ? .truncatedData : .corruptData
     }
 }

@@ -45,7 +45,7 @@ struct JPEGHeader {
             let marker = bytes[index]
             index += 1
             if (0xD0...0xD7).contains(marker) || marker == 0x01 { continue }
-            if marker == 0xD8 || marker == 0xD9 { return nil }  // a second SOI, or EOI before any scan
+            if marker == 0xD8 || marker == 0xD9 { return nil } // a second SOI, or EOI before any scan
             guard index + 2 <= count else { return nil }
             let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
             guard length >= 2, index + length <= count else { return nil }
@@ -61,7 +61,7 @@ struct JPEGHeader {
                 components = Int(bytes[body.lowerBound + 5])
                 guard body.count >= 6 + 3 * components else { return nil }
             case 0xE1 where !sawEXIF:
-                let exif: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0]  // "Exif\0\0"
+                let exif: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0] // "Exif\0\0"
                 if body.count > 6, (0..<6).allSatisfy({ bytes[body.lowerBound + $0] == exif[$0] }) {
                     sawEXIF = true
                     let tiff = UnsafeRawBufferPointer(rebasing: bytes[(body.lowerBound + 6)..<body.upperBound])

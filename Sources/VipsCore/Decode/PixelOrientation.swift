@@ -5,8 +5,10 @@ enum PixelOrientation {
     /// Copies `width`×`height` pixels of `channels` bytes turned upright by
     /// EXIF `orientation` (2–8; anything else copies them as they are) into
     /// `output`, which holds as many pixels with the sides swapped for 5–8.
-    static func orient(_ input: UnsafePointer<UInt8>, width: Int, height: Int, channels: Int, orientation: Int,
-                       into output: UnsafeMutablePointer<UInt8>) {
+    static func orient(
+        _ input: UnsafePointer<UInt8>, width: Int, height: Int, channels: Int, orientation: Int,
+        into output: UnsafeMutablePointer<UInt8>
+    ) {
         let swap = orientation >= 5 && orientation <= 8
         let (outWidth, outHeight) = swap ? (height, width) : (width, height)
         for y in 0..<outHeight {

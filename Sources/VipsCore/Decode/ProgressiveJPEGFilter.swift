@@ -59,7 +59,7 @@ enum ProgressiveJPEGFilter {
             case 0xC2:
                 sawProgressiveFrame = true
             case 0xC0, 0xC1, 0xC3, 0xC5...0xC7, 0xC9...0xCB, 0xCD...0xCF:
-                return nil  // not a progressive Huffman frame: nothing to gain, or nothing we handle
+                return nil // not a progressive Huffman frame: nothing to gain, or nothing we handle
             default:
                 break
             }
@@ -72,7 +72,8 @@ enum ProgressiveJPEGFilter {
                 if spectralStart == 0 {
                     output.append(contentsOf: [0xFF, marker])
                     output.append(contentsOf: segment)
-                    output.append(contentsOf: UnsafeRawBufferPointer(start: base + index + length, count: end - index - length))
+                    output.append(
+                        contentsOf: UnsafeRawBufferPointer(start: base + index + length, count: end - index - length))
                 } else {
                     droppedScans += 1
                 }

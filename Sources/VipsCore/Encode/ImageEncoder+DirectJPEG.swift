@@ -16,11 +16,14 @@ import Foundation
 /// keep) is left to libvips.
 extension ImageEncoder {
     /// JPEG bytes for a 3-channel bitmap, stripped of metadata; nil when the bitmap is not one.
-    static func encodeJPEGDirectly(_ bitmap: Bitmap, quality: Int, progressive: Bool,
-                                   chroma: OutputFormat.ChromaSubsampling) throws(VipsError) -> Data? {
+    static func encodeJPEGDirectly(
+        _ bitmap: Bitmap, quality: Int, progressive: Bool,
+        chroma: OutputFormat.ChromaSubsampling
+    ) throws(VipsError) -> Data? {
         guard bitmap.channels == 3, bitmap.width > 0, bitmap.height > 0,
-              let width = Int32(exactly: bitmap.width), let height = Int32(exactly: bitmap.height),
-              let pitch = Int32(exactly: bitmap.bytesPerRow) else { return nil }
+            let width = Int32(exactly: bitmap.width), let height = Int32(exactly: bitmap.height),
+            let pitch = Int32(exactly: bitmap.bytesPerRow)
+        else { return nil }
         let quality = min(100, max(1, quality))
         // libvips' VIPS_FOREIGN_SUBSAMPLE_AUTO: chroma is subsampled below Q 90.
         let subsample: Bool
@@ -39,8 +42,9 @@ extension ImageEncoder {
         // The integer DCT libvips uses (TurboJPEG would pick the fast one when compressing).
         let flags = TJFLAG_ACCURATEDCT | (progressive ? TJFLAG_PROGRESSIVE : 0)
         let status = withExtendedLifetime(bitmap) {
-            tjCompress2(handle, bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self), width, pitch, height,
-                        Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(samp.rawValue), Int32(quality), flags)
+            tjCompress2(
+                handle, bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self), width, pitch, height,
+                Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(samp.rawValue), Int32(quality), flags)
         }
         guard status == 0, let buffer, size >= 4 else {
             let message = tjGetErrorStr2(handle).map { String(cString: $0) } ?? "libjpeg-turbo gave no reason"
@@ -54,9 +58,11 @@ extension ImageEncoder {
             memmove(buffer + 2, buffer + 20, count - 20)
             count -= 18
         }
-        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in
-            tjFree(pointer.assumingMemoryBound(to: UInt8.self))
-        })
+        return Data(
+            bytesNoCopy: buffer, count: count,
+            deallocator: .custom { pointer, _ in
+                tjFree(pointer.assumingMemoryBound(to: UInt8.self))
+            })
     }
 
     /// An RGBA bitmap flattened onto `background` as libvips' `vips_flatten`

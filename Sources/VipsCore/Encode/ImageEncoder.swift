@@ -35,7 +35,8 @@ public struct ImageEncoder: Sendable {
     /// Encodes `bitmap`; metadata is not written.
     public func encode(_ bitmap: Bitmap, as format: Format) throws(VipsError) -> Data {
         if usesDirectPaths, case .jpeg(let quality, let progressive) = format,
-           let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: .auto) {
+            let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: .auto)
+        {
             return data
         }
         try VipsRuntime.start()
@@ -51,15 +52,19 @@ public struct ImageEncoder: Sendable {
         let status: Int32 = withExtendedLifetime(bitmap) {
             switch format {
             case .jpeg(let quality, let progressive):
-                return vl_jpegsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), progressive ? 1 : 0)
+                return vl_jpegsave_buffer(
+                    image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), progressive ? 1 : 0)
             case .png(let compression):
                 return vl_pngsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(9, max(0, compression))))
             case .webp(let quality, let lossless):
-                return vl_webpsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), lossless ? 1 : 0)
+                return vl_webpsave_buffer(
+                    image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), lossless ? 1 : 0)
             }
         }
         guard status == 0, let buffer else {
-            throw VipsError(.encodeFailed, "encode \(format.fileExtension): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
+            throw VipsError(
+                .encodeFailed,
+                "encode \(format.fileExtension): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
         }
         return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
     }

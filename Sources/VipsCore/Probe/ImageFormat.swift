@@ -50,7 +50,10 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }
         if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
-            || starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
+            || starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B])
+        {
+            return .tiff
+        }
         if starts(Array("ftyp".utf8), at: 4), b.count >= 12 {
             let brand = String(decoding: b[8..<12], as: UTF8.self)
             switch brand {
@@ -63,7 +66,9 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jxl }
         if starts(Array("%PDF".utf8)) { return .pdf }
         if starts(Array("BM".utf8)) { return .bmp }
-        if b.count >= 2, b[0] == UInt8(ascii: "P"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(b[1]) { return .ppm }
+        if b.count >= 2, b[0] == UInt8(ascii: "P"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(b[1]) {
+            return .ppm
+        }
         // SVG is text: skip a UTF-8 BOM and leading white space, then look for markup.
         var text = b[...]
         if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }

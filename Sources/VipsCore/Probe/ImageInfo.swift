@@ -16,7 +16,8 @@ public struct ImageInfo: Sendable, Hashable, Codable {
     public var pages: Int
 
     /// Header facts as `ImageDecoder.info(_:)` reports them; each parameter is the property of that name.
-    public init(width: Int, height: Int, format: ImageFormat, bands: Int, hasAlpha: Bool, orientation: Int, pages: Int) {
+    public init(width: Int, height: Int, format: ImageFormat, bands: Int, hasAlpha: Bool, orientation: Int, pages: Int)
+    {
         self.width = width
         self.height = height
         self.format = format

@@ -26,7 +26,9 @@ public enum ImageInput: Sendable, Hashable {
             guard fd >= 0 else { throw VipsError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
             defer { close(fd) }
             var info = stat()
-            guard fstat(fd, &info) == 0 else { throw VipsError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
+            guard fstat(fd, &info) == 0 else {
+                throw VipsError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))")
+            }
             if (info.st_mode & S_IFMT) == S_IFDIR { throw VipsError(.io, "\(path) is a directory") }
             var buffer = [UInt8](repeating: 0, count: prefixLength)
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, prefixLength, 0) }

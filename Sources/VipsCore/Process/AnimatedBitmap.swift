@@ -13,7 +13,8 @@ public struct AnimatedBitmap: Sendable {
     ///   non-negative delay per frame.
     public init(frames: [Bitmap], delays: [Int], loopCount: Int = 0) throws(VipsError) {
         guard let first = frames.first, delays.count == frames.count, delays.allSatisfy({ $0 >= 0 }), loopCount >= 0,
-              frames.allSatisfy({ $0.width == first.width && $0.height == first.height && $0.channels == first.channels }) else {
+            frames.allSatisfy({ $0.width == first.width && $0.height == first.height && $0.channels == first.channels })
+        else {
             throw VipsError(.invalidArgument, "an animation needs frames of one size with one non-negative delay each")
         }
         self.frames = frames

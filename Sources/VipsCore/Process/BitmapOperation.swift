@@ -7,8 +7,10 @@ enum BitmapOperation {
     /// `body` builds lazy operations on a libvips view of `bitmap` (no copy);
     /// the result is normalised to 8-bit sRGB with 3 or 4 bands and copied out,
     /// tagged with the bitmap's scale. Failures are `kind`, named by `label`.
-    static func run(_ bitmap: Bitmap, _ label: String,
-                    _ body: (VipsImageHandle) throws(VipsError) -> VipsImageHandle) throws(VipsError) -> Bitmap {
+    static func run(
+        _ bitmap: Bitmap, _ label: String,
+        _ body: (VipsImageHandle) throws(VipsError) -> VipsImageHandle
+    ) throws(VipsError) -> Bitmap {
         try VipsRuntime.start()
         let image = try ImageDecoder.image(wrapping: bitmap)
         let result = try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
@@ -26,8 +28,10 @@ enum BitmapOperation {
     }
 
     /// The `width` × `height` area at `x`, `y`.
-    static func extract(_ image: VipsImageHandle, x: Int, y: Int, width: Int, height: Int,
-                        _ label: String) throws(VipsError) -> VipsImageHandle {
+    static func extract(
+        _ image: VipsImageHandle, x: Int, y: Int, width: Int, height: Int,
+        _ label: String
+    ) throws(VipsError) -> VipsImageHandle {
         if x == 0, y == 0, width == image.width, height == image.height { return image }
         return try image.apply(.internal, "\(label): crop") {
             vl_extract_area($0, $1, Int32(x), Int32(y), Int32(width), Int32(height))

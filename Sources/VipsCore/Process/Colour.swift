@@ -54,8 +54,9 @@ public struct Colour: Sendable, Hashable, CustomStringConvertible {
             throw VipsError(.invalidArgument, "colour \"\(text)\" is not a name, #rrggbb[aa] or r,g,b[,a]")
         }
         let full = hex.count == 6 ? value << 8 | 0xFF : value
-        self.init(red: UInt8(full >> 24 & 0xFF), green: UInt8(full >> 16 & 0xFF), blue: UInt8(full >> 8 & 0xFF),
-                  alpha: UInt8(full & 0xFF))
+        self.init(
+            red: UInt8(full >> 24 & 0xFF), green: UInt8(full >> 16 & 0xFF), blue: UInt8(full >> 8 & 0xFF),
+            alpha: UInt8(full & 0xFF))
     }
 
     /// Whether the colour is fully opaque.
@@ -63,10 +64,11 @@ public struct Colour: Sendable, Hashable, CustomStringConvertible {
 
     /// "#rrggbbaa".
     public var description: String {
-        "#" + [red, green, blue, alpha].map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        "#"
+            + [red, green, blue, alpha].map { byte in
+                let digits = String(byte, radix: 16)
+                return digits.count == 1 ? "0" + digits : digits
+            }.joined()
     }
 
     /// The bands libvips draws with: 3 for an RGB image, 4 for RGBA.

@@ -10,7 +10,9 @@ extension ImageDecoder {
     /// must stay within `limits.maxPixelCount`, and their number within `limits.maxPages`.
     ///
     /// - Throws: `.tooLarge` when the frames together break a limit, and the decode's errors.
-    public func decodeAnimation(_ input: ImageInput, size: TargetSize = .original, scale: Double = 1) throws(VipsError) -> AnimatedBitmap {
+    public func decodeAnimation(
+        _ input: ImageInput, size: TargetSize = .original, scale: Double = 1
+    ) throws(VipsError) -> AnimatedBitmap {
         try VipsRuntime.start()
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
@@ -18,16 +20,21 @@ extension ImageDecoder {
         let header = try info(input)
         let label = input.label
         guard header.pages > 1, header.format == .gif || header.format == .webp,
-              let loader = header.format.libvipsLoader else {
+            let loader = header.format.libvipsLoader
+        else {
             let still = try decode(input, size: size, mode: .fit, scale: scale)
             return try AnimatedBitmap(frames: [still], delays: [0])
         }
         let (total, overflow) = header.width.multipliedReportingOverflow(by: header.height)
         let (all, overflowAll) = total.multipliedReportingOverflow(by: header.pages)
         guard !overflow, !overflowAll, all <= options.limits.maxPixelCount else {
-            throw VipsError(.tooLarge, "\(label): \(header.pages) frames of \(header.width)×\(header.height) px exceed the limit of \(options.limits.maxPixelCount) pixels together")
+            throw VipsError(
+                .tooLarge,
+                "\(label): \(header.pages) frames of \(header.width)×\(header.height) px exceed the limit of \(options.limits.maxPixelCount) pixels together"
+            )
         }
-        let box = size.pixelBox(scale: scale).map { (min($0.width, header.width), min($0.height, header.height)) }
+        let box =
+            size.pixelBox(scale: scale).map { (min($0.width, header.width), min($0.height, header.height)) }
             ?? (header.width, header.height)
         let failOn = options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE
         let result = try input.withSource { source throws(VipsError) -> AnimatedBitmap in
@@ -42,14 +49,17 @@ extension ImageDecoder {
             let tall = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
             let count = pageHeight > 0 ? tall.height / pageHeight : 0
             guard count == header.pages, count * pageHeight == tall.height else {
-                throw VipsError(.corruptData, "\(label): frames came out \(tall.height) rows high, not \(header.pages) × \(pageHeight)")
+                throw VipsError(
+                    .corruptData,
+                    "\(label): frames came out \(tall.height) rows high, not \(header.pages) × \(pageHeight)")
             }
             let frameBytes = tall.bytesPerRow * pageHeight
             var frames: [Bitmap] = []
             for index in 0..<count {
                 let frame = try tall.withUnsafeBytes { bytes throws(VipsError) -> Bitmap in
-                    try Bitmap(width: tall.width, height: pageHeight, channels: tall.channels, scale: scale,
-                               pixels: UnsafeRawBufferPointer(rebasing: bytes[index * frameBytes..<(index + 1) * frameBytes]))
+                    try Bitmap(
+                        width: tall.width, height: pageHeight, channels: tall.channels, scale: scale,
+                        pixels: UnsafeRawBufferPointer(rebasing: bytes[index * frameBytes..<(index + 1) * frameBytes]))
                 }
                 frames.append(frame.withSource(BitmapSource(info: header, decodedLeniently: false)))
             }
@@ -68,11 +78,16 @@ extension ImageDecoder {
     public func animationTiming(_ input: ImageInput) throws(VipsError) -> (delays: [Int], loopCount: Int)? {
         let header = try info(input)
         guard header.pages > 1, header.format == .gif || header.format == .webp,
-              let loader = header.format.libvipsLoader else { return nil }
+            let loader = header.format.libvipsLoader
+        else { return nil }
         let timing = try input.withSource { source throws(VipsError) -> (delays: [Int], loopCount: Int) in
-            let image = try Self.load(input.label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE) }
+            let image = try Self.load(input.label) {
+                vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+            }
             let delays = image.intArray("delay")
-            return ((0..<header.pages).map { $0 < delays.count ? max(0, delays[$0]) : 100 }, max(0, image.int("loop") ?? 0))
+            return (
+                (0..<header.pages).map { $0 < delays.count ? max(0, delays[$0]) : 100 }, max(0, image.int("loop") ?? 0)
+            )
         }
         VipsRuntime.discardErrorMessages()
         return timing
@@ -95,27 +110,34 @@ extension ImageEncoder {
         var pixels = [UInt8]()
         pixels.reserveCapacity(animation.frames.reduce(0) { $0 + $1.cost })
         for frame in animation.frames { frame.withUnsafeBytes { pixels.append(contentsOf: $0) } }
-        let tall = try Bitmap(width: animation.width, height: animation.height * animation.frameCount,
-                              channels: animation.frames[0].channels, pixels: pixels)
+        let tall = try Bitmap(
+            width: animation.width, height: animation.height * animation.frameCount,
+            channels: animation.frames[0].channels, pixels: pixels)
         let wrapped = try ImageDecoder.image(wrapping: tall)
-        let image = try wrapped.apply(.encodeFailed, "encode \(format): animation") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+        let image = try wrapped.apply(.encodeFailed, "encode \(format): animation") {
+            vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+        }
         vips_image_set_int(image.pointer, "page-height", Int32(animation.height))
         vips_image_set_int(image.pointer, "n-pages", Int32(animation.frameCount))
         vips_image_set_int(image.pointer, "loop", Int32(clamping: animation.loopCount))
         var delays = animation.delays.map { Int32(clamping: $0) }
-        delays.withUnsafeMutableBufferPointer { vips_image_set_array_int(image.pointer, "delay", $0.baseAddress, Int32($0.count)) }
+        delays.withUnsafeMutableBufferPointer {
+            vips_image_set_array_int(image.pointer, "delay", $0.baseAddress, Int32($0.count))
+        }
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
         let status: Int32 = withExtendedLifetime(tall) {
             switch format {
             case .webp(let quality, let lossless, let effort):
-                return vl_webpsave_options(image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), 1)
+                return vl_webpsave_options(
+                    image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), 1)
             default:
                 return vl_gifsave_options(image.pointer, &buffer, &length, 1)
             }
         }
         guard status == 0, let buffer else {
-            throw VipsError(.encodeFailed, "encode animated \(format): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
+            throw VipsError(
+                .encodeFailed, "encode animated \(format): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
         }
         let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
         return EncodedImage(data: data, format: format, width: animation.width, height: animation.height)

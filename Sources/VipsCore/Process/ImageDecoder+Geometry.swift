@@ -20,8 +20,10 @@ extension ImageDecoder {
     ///
     /// - Throws: `.invalidArgument` for a zero or negative size, a bad scale,
     ///   or a mode that needs a box given a one-sided size; otherwise the decode's errors.
-    public func decode(_ input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double = 1,
-                       allowUpscale: Bool = false, keepingMetadata: Bool = false) throws(VipsError) -> Bitmap {
+    public func decode(
+        _ input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double = 1,
+        allowUpscale: Bool = false, keepingMetadata: Bool = false
+    ) throws(VipsError) -> Bitmap {
         // libvips is started by whichever step needs it (not the direct JPEG path).
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
@@ -61,8 +63,10 @@ extension ImageDecoder {
         return try info(input)
     }
 
-    private func decode(_ input: ImageInput, header probed: ImageInfo?, size: TargetSize, mode: ResizeMode, scale: Double,
-                        allowUpscale: Bool) throws(VipsError) -> Bitmap {
+    private func decode(
+        _ input: ImageInput, header probed: ImageInfo?, size: TargetSize, mode: ResizeMode, scale: Double,
+        allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap {
         guard let box = size.pixelBox(scale: scale) else {
             return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
         }
@@ -72,19 +76,25 @@ extension ImageDecoder {
             return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
         case .fill(let gravity):
             let header = try probedOrRead(probed, input)
-            let covering = try decode(input, size: Self.coveringSide(header, box: box), scale: 1,
-                                      allowUpscale: allowUpscale).withScale(scale)
+            let covering = try decode(
+                input, size: Self.coveringSide(header, box: box), scale: 1,
+                allowUpscale: allowUpscale
+            ).withScale(scale)
             let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
             return try Self.crop(covering, to: target, gravity: gravity, label: label)
         case .stretch:
             let header = try probedOrRead(probed, input)
-            let covering = try decode(input, size: Self.coveringSide(header, box: box), scale: 1,
-                                      allowUpscale: allowUpscale).withScale(scale)
+            let covering = try decode(
+                input, size: Self.coveringSide(header, box: box), scale: 1,
+                allowUpscale: allowUpscale
+            ).withScale(scale)
             let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
             return try Self.stretch(covering, to: target, label: label)
         case .contain(let background, let gravity):
-            let fitted = try decode(input, size: .fit(width: box.width, height: box.height), scale: 1,
-                                    allowUpscale: allowUpscale).withScale(scale)
+            let fitted = try decode(
+                input, size: .fit(width: box.width, height: box.height), scale: 1,
+                allowUpscale: allowUpscale
+            ).withScale(scale)
             return try Self.pad(fitted, to: box, background: background, gravity: gravity, label: label)
         }
     }
@@ -100,20 +110,25 @@ extension ImageDecoder {
     /// the other side then comes out at least as long as the box's.
     static func coveringSide(_ info: ImageInfo, box: (width: Int, height: Int)) -> TargetSize {
         // Compared as W·ih ≥ H·iw in integers, so equal ratios cannot tip on rounding.
-        let widthDecides = box.width.multipliedFullWidth(by: info.height) >= box.height.multipliedFullWidth(by: info.width)
+        let widthDecides =
+            box.width.multipliedFullWidth(by: info.height) >= box.height.multipliedFullWidth(by: info.width)
         return widthDecides ? .width(box.width) : .height(box.height)
     }
 
     /// The exact output of fill and stretch: the box, each side clamped to
     /// the image's own when upscaling is off.
-    static func clampedTarget(_ box: (width: Int, height: Int), _ info: ImageInfo,
-                              allowUpscale: Bool) -> (width: Int, height: Int) {
+    static func clampedTarget(
+        _ box: (width: Int, height: Int), _ info: ImageInfo,
+        allowUpscale: Bool
+    ) -> (width: Int, height: Int) {
         allowUpscale ? box : (min(box.width, info.width), min(box.height, info.height))
     }
 
     /// Crops a bitmap that covers `target` down to it, at `gravity`.
-    static func crop(_ bitmap: Bitmap, to target: (width: Int, height: Int), gravity: Gravity,
-                     label: String) throws(VipsError) -> Bitmap {
+    static func crop(
+        _ bitmap: Bitmap, to target: (width: Int, height: Int), gravity: Gravity,
+        label: String
+    ) throws(VipsError) -> Bitmap {
         let width = min(target.width, bitmap.width), height = min(target.height, bitmap.height)
         guard width != bitmap.width || height != bitmap.height else { return bitmap }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) -> VipsImageHandle in
@@ -131,7 +146,9 @@ extension ImageDecoder {
     }
 
     /// Scales each side of `bitmap` to `target` independently.
-    static func stretch(_ bitmap: Bitmap, to target: (width: Int, height: Int), label: String) throws(VipsError) -> Bitmap {
+    static func stretch(
+        _ bitmap: Bitmap, to target: (width: Int, height: Int), label: String
+    ) throws(VipsError) -> Bitmap {
         guard target.width != bitmap.width || target.height != bitmap.height else { return bitmap }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) -> VipsImageHandle in
             try image.apply(.internal, "\(label): stretch") {
@@ -142,8 +159,10 @@ extension ImageDecoder {
 
     /// Places `bitmap` in a `box` canvas of `background` at `gravity`. The
     /// result has alpha when the bitmap or the background has.
-    static func pad(_ bitmap: Bitmap, to box: (width: Int, height: Int), background: Colour, gravity: Gravity,
-                    label: String) throws(VipsError) -> Bitmap {
+    static func pad(
+        _ bitmap: Bitmap, to box: (width: Int, height: Int), background: Colour, gravity: Gravity,
+        label: String
+    ) throws(VipsError) -> Bitmap {
         guard box.width != bitmap.width || box.height != bitmap.height || !background.isOpaque else { return bitmap }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) -> VipsImageHandle in
             let source = background.isOpaque ? image : try BitmapOperation.withAlpha(image, label)
@@ -151,7 +170,8 @@ extension ImageDecoder {
             let direction = gravity.compassDirection
             return try source.apply(.internal, "\(label): pad") { input, output in
                 colour.withUnsafeBufferPointer {
-                    vl_gravity(input, output, direction, Int32(box.width), Int32(box.height), $0.baseAddress, Int32($0.count))
+                    vl_gravity(
+                        input, output, direction, Int32(box.width), Int32(box.height), $0.baseAddress, Int32($0.count))
                 }
             }
         }

@@ -13,14 +13,17 @@ extension ImageEncoder {
     ///
     /// - Throws: `.invalidArgument` for settings out of range, `.encodeFailed`
     ///   when libvips cannot write the format.
-    public func encode(_ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false,
-                       background: Colour = .white) throws(VipsError) -> EncodedImage {
+    public func encode(
+        _ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false,
+        background: Colour = .white
+    ) throws(VipsError) -> EncodedImage {
         try format.validate()
         // Without metadata to write, 3-channel JPEG needs no libvips (the same bytes; see encodeJPEGDirectly).
         // RGBA is flattened first, as libvips would (see `flattened`).
         if usesDirectPaths, !keepingMetadata, case .jpeg(let quality, let progressive, let chroma) = format,
-           let opaque = bitmap.channels == 4 ? Self.flattened(bitmap, onto: background) : bitmap,
-           let data = try Self.encodeJPEGDirectly(opaque, quality: quality, progressive: progressive, chroma: chroma) {
+            let opaque = bitmap.channels == 4 ? Self.flattened(bitmap, onto: background) : bitmap,
+            let data = try Self.encodeJPEGDirectly(opaque, quality: quality, progressive: progressive, chroma: chroma)
+        {
             return EncodedImage(data: data, format: format, width: bitmap.width, height: bitmap.height)
         }
         try VipsRuntime.start()
@@ -35,7 +38,9 @@ extension ImageEncoder {
         let strip: gboolean = keepingMetadata ? 0 : 1
         if keepingMetadata, let metadata = bitmap.source?.metadata {
             // A private copy to attach fields to (the wrap is shared by nobody, but stays read-only).
-            image = try image.apply(.encodeFailed, "\(label): metadata") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+            image = try image.apply(.encodeFailed, "\(label): metadata") {
+                vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+            }
             if let exif = metadata.exif {
                 exif.withUnsafeBytes { vips_image_set_blob_copy(image.pointer, "exif-data", $0.baseAddress, $0.count) }
             }
@@ -59,11 +64,13 @@ extension ImageEncoder {
                 case .on: mode = VIPS_FOREIGN_SUBSAMPLE_ON
                 case .off: mode = VIPS_FOREIGN_SUBSAMPLE_OFF
                 }
-                return vl_jpegsave_options(image.pointer, &buffer, &length, Int32(quality), progressive ? 1 : 0, mode, strip)
+                return vl_jpegsave_options(
+                    image.pointer, &buffer, &length, Int32(quality), progressive ? 1 : 0, mode, strip)
             case .png(let compression, let palette):
                 return vl_pngsave_options(image.pointer, &buffer, &length, Int32(compression), palette ? 1 : 0, strip)
             case .webp(let quality, let lossless, let effort):
-                return vl_webpsave_options(image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), strip)
+                return vl_webpsave_options(
+                    image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), strip)
             case .avif(let quality, let effort):
                 return vl_avifsave_options(image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
             case .gif:

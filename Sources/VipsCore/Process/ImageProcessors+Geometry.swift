@@ -15,14 +15,17 @@ extension ImageProcessors {
 
         public func validate() throws(VipsError) {
             guard x >= 0, y >= 0, width > 0, height > 0 else {
-                throw .badParameter("crop", "rectangle \(x),\(y) \(width)×\(height) needs a non-negative origin and a positive size")
+                throw .badParameter(
+                    "crop", "rectangle \(x),\(y) \(width)×\(height) needs a non-negative origin and a positive size")
             }
         }
 
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try validate()
             guard x <= bitmap.width - width, y <= bitmap.height - height else {
-                throw .badParameter("crop", "rectangle \(x),\(y) \(width)×\(height) lies outside the \(bitmap.width)×\(bitmap.height) image")
+                throw .badParameter(
+                    "crop",
+                    "rectangle \(x),\(y) \(width)×\(height) lies outside the \(bitmap.width)×\(bitmap.height) image")
             }
             return try BitmapOperation.run(bitmap, "crop") { image throws(VipsError) in
                 try BitmapOperation.extract(image, x: x, y: y, width: width, height: height, "crop")

@@ -41,7 +41,10 @@ extension ImageProcessors {
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try validate()
             guard overlay.width <= bitmap.width, overlay.height <= bitmap.height else {
-                throw .badParameter("overlay", "the \(overlay.width)×\(overlay.height) overlay is larger than the \(bitmap.width)×\(bitmap.height) image")
+                throw .badParameter(
+                    "overlay",
+                    "the \(overlay.width)×\(overlay.height) overlay is larger than the \(bitmap.width)×\(bitmap.height) image"
+                )
             }
             let origin = gravity.origin(whole: (bitmap.width, bitmap.height), part: (overlay.width, overlay.height))
             let overlayImage = try ImageDecoder.image(wrapping: overlay)
@@ -58,7 +61,9 @@ extension ImageProcessors {
                     let composed = try image.apply(.internal, "overlay") {
                         vl_composite_over($0, top.pointer, $1, Int32(origin.x), Int32(origin.y))
                     }
-                    let sRGB = try composed.apply(.internal, "overlay") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+                    let sRGB = try composed.apply(.internal, "overlay") {
+                        vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+                    }
                     guard bitmap.channels == 3, sRGB.bands == 4 else { return sRGB }
                     // An opaque base stays opaque: drop the alpha composite adds.
                     return try sRGB.apply(.internal, "overlay") { vl_extract_bands($0, $1, 0, 3) }

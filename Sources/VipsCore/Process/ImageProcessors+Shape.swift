@@ -23,7 +23,9 @@ extension ImageProcessors {
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try validate()
             guard radius <= Double(min(bitmap.width, bitmap.height)) / 2 else {
-                throw .badParameter("rounded corners", "radius \(radius) is larger than half the \(bitmap.width)×\(bitmap.height) image")
+                throw .badParameter(
+                    "rounded corners", "radius \(radius) is larger than half the \(bitmap.width)×\(bitmap.height) image"
+                )
             }
             return try ShapeMask.apply(to: bitmap, radius: radius, label: "rounded corners")
         }
@@ -39,8 +41,10 @@ extension ImageProcessors {
 
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             let side = min(bitmap.width, bitmap.height)
-            let square = try Crop(x: (bitmap.width - side) / 2, y: (bitmap.height - side) / 2, width: side, height: side)
-                .process(bitmap)
+            let square = try Crop(
+                x: (bitmap.width - side) / 2, y: (bitmap.height - side) / 2, width: side, height: side
+            )
+            .process(bitmap)
             return try ShapeMask.apply(to: square, radius: Double(side) / 2, label: "circle")
         }
     }
@@ -64,10 +68,12 @@ enum ShapeMask {
         }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) in
             let copied = mask.withUnsafeBytes { bytes in
-                vips_image_new_from_memory_copy(bytes.baseAddress, bytes.count, Int32(width), Int32(height), 1, VIPS_FORMAT_UCHAR)
+                vips_image_new_from_memory_copy(
+                    bytes.baseAddress, bytes.count, Int32(width), Int32(height), 1, VIPS_FORMAT_UCHAR)
             }
             guard let copied else {
-                throw VipsError(.internal, "\(label): mask: \(VipsRuntime.takeErrorMessage(default: "cannot make an image"))")
+                throw VipsError(
+                    .internal, "\(label): mask: \(VipsRuntime.takeErrorMessage(default: "cannot make an image"))")
             }
             let maskImage = VipsImageHandle(copied)
             let rgb = try image.apply(.internal, label) { vl_extract_bands($0, $1, 0, 3) }

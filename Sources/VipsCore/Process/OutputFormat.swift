@@ -71,7 +71,9 @@ public enum OutputFormat: Sendable, Hashable, CustomStringConvertible {
     public func validate() throws(VipsError) {
         func check(_ value: Int, _ range: ClosedRange<Int>, _ name: String) throws(VipsError) {
             guard range.contains(value) else {
-                throw VipsError(.invalidArgument, "\(fileExtension) \(name) \(value) is outside \(range.lowerBound)–\(range.upperBound)")
+                throw VipsError(
+                    .invalidArgument,
+                    "\(fileExtension) \(name) \(value) is outside \(range.lowerBound)–\(range.upperBound)")
             }
         }
         switch self {
@@ -126,8 +128,10 @@ public struct EncodedImage: Sendable {
         guard rename(temporary.path, url.path) == 0 else {
             let code = errno
             try? FileManager.default.removeItem(at: temporary)
-            let kind: VipsError.Kind = code == EACCES || code == EPERM ? .permissionDenied : code == ENOENT ? .fileNotFound : .io
-            throw VipsError(kind, "\(url.path): cannot move the written file into place: \(String(cString: strerror(code)))")
+            let kind: VipsError.Kind =
+                code == EACCES || code == EPERM ? .permissionDenied : code == ENOENT ? .fileNotFound : .io
+            throw VipsError(
+                kind, "\(url.path): cannot move the written file into place: \(String(cString: strerror(code)))")
         }
     }
 

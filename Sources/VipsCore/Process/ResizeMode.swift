@@ -83,7 +83,9 @@ public enum Gravity: String, Sendable, Hashable, CaseIterable, CustomStringConve
         let east = self == .east || self == .northEast || self == .southEast
         let north = self == .north || self == .northWest || self == .northEast
         let south = self == .south || self == .southWest || self == .southEast
-        return (offset(whole: whole.width, part: part.width, low: west, high: east),
-                offset(whole: whole.height, part: part.height, low: north, high: south))
+        return (
+            offset(whole: whole.width, part: part.width, low: west, high: east),
+            offset(whole: whole.height, part: part.height, low: north, high: south)
+        )
     }
 }

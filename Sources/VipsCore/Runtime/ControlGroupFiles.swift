@@ -64,13 +64,16 @@ package enum ControlGroupFiles {
     package static func cgroupMounts(_ text: String) -> [Mount] {
         text.split(separator: "\n").compactMap { line -> Mount? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-            guard let separator = fields.firstIndex(of: "-"), separator >= 6, fields.count >= separator + 3 else { return nil }
+            guard let separator = fields.firstIndex(of: "-"), separator >= 6, fields.count >= separator + 3 else {
+                return nil
+            }
             let type = fields[separator + 1]
             guard type == "cgroup" || type == "cgroup2" else { return nil }
-            let superOptions = fields[separator + 3 ..< fields.count].joined(separator: " ")
+            let superOptions = fields[separator + 3..<fields.count].joined(separator: " ")
                 .split(separator: ",").map(String.init)
-            return Mount(root: unescape(fields[3]), mountPoint: unescape(fields[4]), fileSystemType: type,
-                         superOptions: superOptions)
+            return Mount(
+                root: unescape(fields[3]), mountPoint: unescape(fields[4]), fileSystemType: type,
+                superOptions: superOptions)
         }
     }
 
@@ -183,7 +186,8 @@ package enum ControlGroupFiles {
         var index = 0
         while index < source.count {
             if source[index] == UInt8(ascii: "\\"), index + 3 < source.count,
-               let value = octal(source[(index + 1)...(index + 3)]) {
+                let value = octal(source[(index + 1)...(index + 3)])
+            {
                 bytes.append(value)
                 index += 4
             } else {
@@ -208,7 +212,9 @@ extension StringProtocol {
     /// The text without leading and trailing spaces, tabs, newlines and NULs.
     func trimmingASCIIWhitespace() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\0" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }

@@ -44,7 +44,7 @@ package final class Lock: @unchecked Sendable {
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
         #if DEBUG
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
         #endif
         let status = pthread_mutex_init(mutex, &attributes)
         pthread_mutexattr_destroy(&attributes)
@@ -59,7 +59,7 @@ package final class Lock: @unchecked Sendable {
     /// Blocks until the lock is held by the calling thread.
     package func lock() {
         #if DEBUG
-        LockOrder.willAcquire(rank)
+            LockOrder.willAcquire(rank)
         #endif
         let status = pthread_mutex_lock(mutex)
         assert(status == 0, "pthread_mutex_lock failed: \(status)")
@@ -70,7 +70,7 @@ package final class Lock: @unchecked Sendable {
         let status = pthread_mutex_unlock(mutex)
         assert(status == 0, "pthread_mutex_unlock failed: \(status)")
         #if DEBUG
-        LockOrder.didRelease(rank)
+            LockOrder.didRelease(rank)
         #endif
     }
 
@@ -105,53 +105,53 @@ package final class LockedState<State>: @unchecked Sendable {
 }
 
 #if DEBUG
-/// Debug builds: the ranks of the locks each thread holds, to assert the lock order.
-private enum LockOrder {
-    private static let capacity = 32
-    /// A per-thread array: slot 0 is the count, then the held ranks in order.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            pointer?.assumingMemoryBound(to: Int.self).deallocate()
-        }
-        precondition(status == 0, "pthread_key_create failed: \(status)")
-        return key
-    }()
-
-    private static var held: UnsafeMutablePointer<Int> {
-        if let existing = pthread_getspecific(key) { return existing.assumingMemoryBound(to: Int.self) }
-        let fresh = UnsafeMutablePointer<Int>.allocate(capacity: capacity + 1)
-        fresh.initialize(repeating: 0, count: capacity + 1)
-        pthread_setspecific(key, fresh)
-        return fresh
-    }
-
-    static func willAcquire(_ rank: Lock.Rank) {
-        let held = self.held
-        let count = held[0]
-        if count > 0 {
-            let top = held[count]
-            assert(rank.rawValue > top, "lock order violated: taking a rank-\(rank) lock while holding rank \(top)")
-        }
-        if count < capacity {
-            held[count + 1] = rank.rawValue
-        }
-        held[0] = count + 1
-    }
-
-    static func didRelease(_ rank: Lock.Rank) {
-        let held = self.held
-        let count = held[0]
-        guard count > 0 else { return }
-        if count <= capacity, held[count] != rank.rawValue {
-            // Released out of order: drop the innermost matching rank.
-            var index = count
-            while index > 0, held[index] != rank.rawValue { index -= 1 }
-            if index > 0 {
-                for shift in index..<count { held[shift] = held[shift + 1] }
+    /// Debug builds: the ranks of the locks each thread holds, to assert the lock order.
+    private enum LockOrder {
+        private static let capacity = 32
+        /// A per-thread array: slot 0 is the count, then the held ranks in order.
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { pointer in
+                pointer?.assumingMemoryBound(to: Int.self).deallocate()
             }
+            precondition(status == 0, "pthread_key_create failed: \(status)")
+            return key
+        }()
+
+        private static var held: UnsafeMutablePointer<Int> {
+            if let existing = pthread_getspecific(key) { return existing.assumingMemoryBound(to: Int.self) }
+            let fresh = UnsafeMutablePointer<Int>.allocate(capacity: capacity + 1)
+            fresh.initialize(repeating: 0, count: capacity + 1)
+            pthread_setspecific(key, fresh)
+            return fresh
         }
-        held[0] = count - 1
+
+        static func willAcquire(_ rank: Lock.Rank) {
+            let held = self.held
+            let count = held[0]
+            if count > 0 {
+                let top = held[count]
+                assert(rank.rawValue > top, "lock order violated: taking a rank-\(rank) lock while holding rank \(top)")
+            }
+            if count < capacity {
+                held[count + 1] = rank.rawValue
+            }
+            held[0] = count + 1
+        }
+
+        static func didRelease(_ rank: Lock.Rank) {
+            let held = self.held
+            let count = held[0]
+            guard count > 0 else { return }
+            if count <= capacity, held[count] != rank.rawValue {
+                // Released out of order: drop the innermost matching rank.
+                var index = count
+                while index > 0, held[index] != rank.rawValue { index -= 1 }
+                if index > 0 {
+                    for shift in index..<count { held[shift] = held[shift + 1] }
+                }
+            }
+            held[0] = count - 1
+        }
     }
-}
 #endif

@@ -76,7 +76,9 @@ package final class MemoryPressureTrigger: @unchecked Sendable {
     ///   when the kernel refuses an unprivileged trigger, `.unsupportedFeature`
     ///   when it refuses the trigger otherwise (a kernel without PSI triggers),
     ///   `.io` when no descriptor is left.
-    package init(file: String?, warning: Threshold = warningThreshold, critical: Threshold = criticalThreshold) throws(VipsError) {
+    package init(
+        file: String?, warning: Threshold = warningThreshold, critical: Threshold = criticalThreshold
+    ) throws(VipsError) {
         self.file = file
         let wake = vl_eventfd()
         guard wake >= 0 else { throw VipsError(.io, "cannot create an eventfd: \(String(cString: strerror(errno)))") }
@@ -117,12 +119,15 @@ package final class MemoryPressureTrigger: @unchecked Sendable {
             descriptors.append(pollfd(fd: criticalDescriptor, events: Int16(POLLPRI), revents: 0))
             descriptors.append(pollfd(fd: warningDescriptor, events: Int16(POLLPRI), revents: 0))
         }
-        let milliseconds: Int32 = timeout.map { timeout in
-            let (seconds, attoseconds) = timeout.components
-            return Int32(clamping: max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
-        } ?? -1
+        let milliseconds: Int32 =
+            timeout.map { timeout in
+                let (seconds, attoseconds) = timeout.components
+                return Int32(clamping: max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+            } ?? -1
         while true {
-            let ready = descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
+            let ready = descriptors.withUnsafeMutableBufferPointer {
+                poll($0.baseAddress, nfds_t($0.count), milliseconds)
+            }
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { return ready == 0 ? .timedOut : .failed }
             if descriptors[0].revents & Int16(POLLIN) != 0 {

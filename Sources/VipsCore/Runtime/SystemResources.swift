@@ -103,7 +103,9 @@ public struct SystemResources: Sendable, Hashable, CustomStringConvertible {
     /// `MemTotal − MemAvailable`. nil when it cannot be read.
     public func currentMemoryUsage() -> Int? {
         if let usageFile = memoryUsageFile {
-            guard let text = Reader.contents(usageFile), case .value(let usage)? = ControlGroupFiles.limit(text) else { return nil }
+            guard let text = Reader.contents(usageFile), case .value(let usage)? = ControlGroupFiles.limit(text) else {
+                return nil
+            }
             let stat = memoryStatFile.flatMap(Reader.contents).map(ControlGroupFiles.keyedValues) ?? [:]
             // v2 "inactive_file"; v1 "total_inactive_file" (hierarchical), else "inactive_file".
             let inactive = stat["total_inactive_file"] ?? stat["inactive_file"] ?? 0
@@ -118,15 +120,19 @@ public struct SystemResources: Sendable, Hashable, CustomStringConvertible {
     /// Several lines: CPUs, memory, pressure, each saying where it came from.
     public var description: String {
         var lines: [String] = []
-        let affinityText = affinityCPUs.map { "affinity \($0.count) of \(onlineCPUs) online CPUs (\(Self.cpuRanges($0)))" }
+        let affinityText =
+            affinityCPUs.map { "affinity \($0.count) of \(onlineCPUs) online CPUs (\(Self.cpuRanges($0)))" }
             ?? "affinity unknown, \(onlineCPUs) online CPUs"
-        let quotaText = cpuQuota.map { String(format: "CPU quota %.2f CPUs (%@)", $0, cpuQuotaFile ?? "?") } ?? "no CPU quota"
+        let quotaText =
+            cpuQuota.map { String(format: "CPU quota %.2f CPUs (%@)", $0, cpuQuotaFile ?? "?") } ?? "no CPU quota"
         lines.append("usable CPUs: \(usableCPUs) (\(affinityText); \(quotaText))")
-        let limitWhere = memoryLimitFile.map { "\(memoryLimitSource.rawValue), \($0)" }
+        let limitWhere =
+            memoryLimitFile.map { "\(memoryLimitSource.rawValue), \($0)" }
             ?? "\(memoryLimitSource.rawValue), MemTotal of \(memInfoFile)"
         lines.append("memory limit: \(Self.bytes(memoryLimit)) (\(limitWhere))")
-        lines.append("physical memory: \(Self.bytes(physicalMemory))"
-                     + (availableMemory.map { ", available \(Self.bytes($0)) (MemAvailable)" } ?? ""))
+        lines.append(
+            "physical memory: \(Self.bytes(physicalMemory))"
+                + (availableMemory.map { ", available \(Self.bytes($0)) (MemAvailable)" } ?? ""))
         if let usage = currentMemoryUsage() {
             lines.append("memory in use: \(Self.bytes(usage)) (\(memoryUsageFile ?? "MemTotal − MemAvailable"))")
         }
@@ -159,7 +165,7 @@ public struct SystemResources: Sendable, Hashable, CustomStringConvertible {
     /// it is the process's unless someone changed one thread's); nil when the
     /// call fails.
     package static func affinity() -> [Int]? {
-        var size = 128  // 1,024 CPUs; doubled while the kernel's mask is larger.
+        var size = 128 // 1,024 CPUs; doubled while the kernel's mask is larger.
         while size <= 1 << 20 {
             var mask = [UInt8](repeating: 0, count: size)
             let written = mask.withUnsafeMutableBufferPointer { vl_sched_getaffinity($0.count, $0.baseAddress) }
@@ -228,11 +234,16 @@ extension SystemResources {
 
             // The folder of each hierarchy this process is in: v2 once, v1 per controller.
             let root = self.root
-            func folder(_ membership: ControlGroupFiles.Membership?, in candidates: [ControlGroupFiles.Mount])
-                -> (folder: String, mountPoint: String)? {
+            func folder(
+                _ membership: ControlGroupFiles.Membership?, in candidates: [ControlGroupFiles.Mount]
+            )
+                -> (folder: String, mountPoint: String)?
+            {
                 guard let membership else { return nil }
                 for mount in candidates {
-                    if let folder = ControlGroupFiles.folder(of: membership.path, mountRoot: mount.root, mountPoint: mount.mountPoint) {
+                    if let folder = ControlGroupFiles.folder(
+                        of: membership.path, mountRoot: mount.root, mountPoint: mount.mountPoint)
+                    {
                         return (root + folder, root + mount.mountPoint)
                     }
                 }
@@ -240,8 +251,9 @@ extension SystemResources {
             }
             let unified = folder(memberships.first(where: \.isUnified), in: mounts.filter(\.isUnified))
             func v1Folder(_ controller: String) -> (folder: String, mountPoint: String)? {
-                folder(memberships.first { $0.controllers.contains(controller) },
-                       in: mounts.filter { !$0.isUnified && $0.superOptions.contains(controller) })
+                folder(
+                    memberships.first { $0.controllers.contains(controller) },
+                    in: mounts.filter { !$0.isUnified && $0.superOptions.contains(controller) })
             }
             let v1Memory = v1Folder("memory"), v1CPU = v1Folder("cpu")
             let hasV1 = mounts.contains { !$0.isUnified }, hasV2 = unified != nil
@@ -287,7 +299,9 @@ extension SystemResources {
                 pressureFile = path("/proc/pressure/memory")
             }
 
-            let usageFile = limit.map { $0.source == .cgroupV1Limit ? $0.folder + "/memory.usage_in_bytes" : $0.folder + "/memory.current" }
+            let usageFile = limit.map {
+                $0.source == .cgroupV1Limit ? $0.folder + "/memory.usage_in_bytes" : $0.folder + "/memory.current"
+            }
             return SystemResources(
                 usableCPUs: usable, affinityCPUs: affinity, onlineCPUs: online, cpuQuota: quota?.cpus,
                 cpuQuotaFile: quota?.file, memoryLimit: limit?.bytes ?? physical,
@@ -321,9 +335,12 @@ extension SystemResources {
             for level in Self.lineage(folder, mountPoint: mountPoint) {
                 let file = level + "/cpu.cfs_quota_us"
                 guard let quotaText = Self.contents(file) else { continue }
-                switch ControlGroupFiles.cfsQuota(quota: quotaText, period: Self.contents(level + "/cpu.cfs_period_us") ?? "") {
+                switch ControlGroupFiles.cfsQuota(
+                    quota: quotaText, period: Self.contents(level + "/cpu.cfs_period_us") ?? "")
+                {
                 case .cpus(let cpus)?:
-                    notes.append("\(file): \(quotaText.trimmingASCIIWhitespace()) = \(String(format: "%.2f", cpus)) CPUs")
+                    notes.append(
+                        "\(file): \(quotaText.trimmingASCIIWhitespace()) = \(String(format: "%.2f", cpus)) CPUs")
                     if cpus < lowest?.cpus ?? .infinity { lowest = (cpus, file) }
                 case .unlimited?: notes.append("\(file): no quota")
                 case nil: notes.append("\(file): unreadable value ignored")
@@ -333,8 +350,11 @@ extension SystemResources {
         }
 
         /// The lowest v2 `memory.max` or `memory.high` along the cgroup's ancestors.
-        mutating func memoryLimitV2(_ folder: String, mountPoint: String)
-            -> (bytes: Int, source: MemoryLimitSource, folder: String, file: String)? {
+        mutating func memoryLimitV2(
+            _ folder: String, mountPoint: String
+        )
+            -> (bytes: Int, source: MemoryLimitSource, folder: String, file: String)?
+        {
             var lowest: (bytes: Int, source: MemoryLimitSource, folder: String, file: String)?
             for level in Self.lineage(folder, mountPoint: mountPoint) {
                 for (name, source) in [("memory.max", MemoryLimitSource.cgroupV2Max), ("memory.high", .cgroupV2High)] {
@@ -353,8 +373,11 @@ extension SystemResources {
         }
 
         /// The lowest v1 `memory.limit_in_bytes` along the cgroup's ancestors.
-        mutating func memoryLimitV1(_ folder: String, mountPoint: String)
-            -> (bytes: Int, source: MemoryLimitSource, folder: String, file: String)? {
+        mutating func memoryLimitV1(
+            _ folder: String, mountPoint: String
+        )
+            -> (bytes: Int, source: MemoryLimitSource, folder: String, file: String)?
+        {
             var lowest: (bytes: Int, source: MemoryLimitSource, folder: String, file: String)?
             for level in Self.lineage(folder, mountPoint: mountPoint) {
                 let file = level + "/memory.limit_in_bytes"

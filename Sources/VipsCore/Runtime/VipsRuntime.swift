@@ -113,7 +113,6 @@ public enum VipsRuntime {
     private static var isStarted: Bool { started.load(ordering: .acquiring) }
     private static let started = Atomic<Bool>(false)
 
-
     /// Some loaders (libpng's, through libvips 8.14) report why they failed
     /// only as a GLib warning, leaving the error buffer empty. The last
     /// warning on each thread is kept so a failure on that thread can still
@@ -177,12 +176,14 @@ public enum VipsRuntime {
         let levels = GLogLevelFlags(
             rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue
                 | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue)
-        _ = g_log_set_handler("VIPS", levels, { _, level, message, _ in
-            if level.rawValue & G_LOG_LEVEL_WARNING.rawValue != 0 {
-                VipsRuntime.warnings.add(1, ordering: .relaxed)
-                if let message { VipsRuntime.noteWarning(String(cString: message)) }
-            }
-        }, nil)
+        _ = g_log_set_handler(
+            "VIPS", levels,
+            { _, level, message, _ in
+                if level.rawValue & G_LOG_LEVEL_WARNING.rawValue != 0 {
+                    VipsRuntime.warnings.add(1, ordering: .relaxed)
+                    if let message { VipsRuntime.noteWarning(String(cString: message)) }
+                }
+            }, nil)
         started.store(true, ordering: .releasing)
         return Startup(failure: nil)
     }()

@@ -53,8 +53,10 @@ public enum ImageSynthesizer {
     ///     such as "p3", or a profile file's path) and embeds it, as a camera or phone does;
     ///     an RGB, grey or CMYK profile, for every format that carries one (not GIF).
     ///   - format: the file format and its settings.
-    public static func data(width: Int, height: Int, seed: Int = 1, alpha: Bool = false, marker: Bool = false,
-                            iccProfile: String? = nil, format: Format) throws(VipsError) -> Data {
+    public static func data(
+        width: Int, height: Int, seed: Int = 1, alpha: Bool = false, marker: Bool = false,
+        iccProfile: String? = nil, format: Format
+    ) throws(VipsError) -> Data {
         try VipsRuntime.start()
         guard width > 0, height > 0 else { throw VipsError(.invalidArgument, "synthetic image must be at least 1×1") }
         var image = try photo(width: width, height: height, seed: Int32(truncatingIfNeeded: seed), alpha: alpha)
@@ -64,9 +66,12 @@ public enum ImageSynthesizer {
                 return out.pointee == nil ? -1 : 0
             }
             var ink: [Double] = alpha ? [255, 0, 0, 255] : [255, 0, 0]
-            let status = vl_draw_rect(image.pointer, &ink, Int32(ink.count), 0, 0,
-                                      Int32(max(1, width / 8)), Int32(max(1, height / 8)))
-            guard status == 0 else { throw VipsError(.internal, "marker: \(VipsRuntime.takeErrorMessage(default: "draw failed"))") }
+            let status = vl_draw_rect(
+                image.pointer, &ink, Int32(ink.count), 0, 0,
+                Int32(max(1, width / 8)), Int32(max(1, height / 8)))
+            guard status == 0 else {
+                throw VipsError(.internal, "marker: \(VipsRuntime.takeErrorMessage(default: "draw failed"))")
+            }
         }
         if let iccProfile {
             image = try image.apply(.internal, "ICC \(iccProfile)") { vl_icc_transform($0, $1, iccProfile, "srgb") }
@@ -79,7 +84,9 @@ public enum ImageSynthesizer {
                 image = try image.apply(.internal, "cmyk") { vl_icc_transform($0, $1, "cmyk", "srgb") }
             }
             if orientation != 1 {
-                image = try image.apply(.internal, "copy") { vl_copy_interpretation($0, $1, vips_image_get_interpretation($0)) }
+                image = try image.apply(.internal, "copy") {
+                    vl_copy_interpretation($0, $1, vips_image_get_interpretation($0))
+                }
                 vips_image_set_int(image.pointer, "orientation", Int32(orientation))
             }
             suffix = ".jpg[Q=\(quality)\(progressive ? ",interlace" : "")]"
@@ -88,7 +95,9 @@ public enum ImageSynthesizer {
                 image = try image.apply(.internal, "grey") { vl_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
             }
             if sixteenBit {
-                image = try image.apply(.internal, "16-bit") { vl_colourspace($0, $1, grey ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_RGB16) }
+                image = try image.apply(.internal, "16-bit") {
+                    vl_colourspace($0, $1, grey ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_RGB16)
+                }
             }
             var options: [String] = []
             if palette { options.append("palette") }
@@ -97,7 +106,9 @@ public enum ImageSynthesizer {
             suffix = ".png[\(options.joined(separator: ","))]"
         case .webp(let quality, let lossless, let orientation):
             if orientation != 1 {
-                image = try image.apply(.internal, "copy") { vl_copy_interpretation($0, $1, vips_image_get_interpretation($0)) }
+                image = try image.apply(.internal, "copy") {
+                    vl_copy_interpretation($0, $1, vips_image_get_interpretation($0))
+                }
                 vips_image_set_int(image.pointer, "orientation", Int32(orientation))
             }
             suffix = lossless ? ".webp[lossless]" : ".webp[Q=\(quality)]"
@@ -109,7 +120,8 @@ public enum ImageSynthesizer {
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
         guard vl_write_to_buffer(image.pointer, suffix, &buffer, &length) == 0, let buffer else {
-            throw VipsError(.encodeFailed, "synthesise \(suffix): \(VipsRuntime.takeErrorMessage(default: "save failed"))")
+            throw VipsError(
+                .encodeFailed, "synthesise \(suffix): \(VipsRuntime.takeErrorMessage(default: "save failed"))")
         }
         return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
     }
@@ -124,7 +136,8 @@ public enum ImageSynthesizer {
     /// The lazy libvips image: 3 bands (4 with alpha), 8-bit sRGB.
     private static func photo(width: Int, height: Int, seed: Int32, alpha: Bool) throws(VipsError) -> VipsImageHandle {
         let w = Int32(clamping: width), h = Int32(clamping: height)
-        let large = max(Int32(8), max(w, h) / 3), medium = max(Int32(4), max(w, h) / 14), small = max(Int32(2), max(w, h) / 60)
+        let large = max(Int32(8), max(w, h) / 3), medium = max(Int32(4), max(w, h) / 14),
+            small = max(Int32(2), max(w, h) / 60)
         func channel(_ index: Int32) throws(VipsError) -> VipsImageHandle {
             let s = seed &* 31 &+ index &* 7
             // Perlin output is roughly -1...1; weight three octaves, then map to 0...255.

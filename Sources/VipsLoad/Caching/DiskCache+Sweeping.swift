@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Keeping the folder within its limit: leftovers of interrupted writes go,
@@ -29,7 +30,9 @@ extension DiskCache {
         }
         var groups: [String: Group] = [:]
         for name in Self.list(entriesDirectory) {
-            guard let dot = name.firstIndex(of: "."), let info = Self.stat(entriesDirectory + "/" + name) else { continue }
+            guard let dot = name.firstIndex(of: "."), let info = Self.stat(entriesDirectory + "/" + name) else {
+                continue
+            }
             let stem = String(name[..<dot])
             if name.hasSuffix(".meta") {
                 groups[stem, default: Group()].meta = (info.modified, info.size)
@@ -45,7 +48,11 @@ extension DiskCache {
                 // Bodies without metadata: a writer died between its two renames,
                 // or is between them right now (hence the age check).
                 for body in group.bodies {
-                    if now - body.modified >= lifetime { unlink(entriesDirectory + "/" + body.name) } else { total += body.size }
+                    if now - body.modified >= lifetime {
+                        unlink(entriesDirectory + "/" + body.name)
+                    } else {
+                        total += body.size
+                    }
                 }
                 continue
             }

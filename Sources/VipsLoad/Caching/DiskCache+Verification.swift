@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reading: every entry's bytes are checked against its metadata before they
@@ -34,8 +35,9 @@ extension DiskCache {
                 state.withLock { $0.metrics.hits += 1 }
                 // The bytes verified are the ones the decoder reads: it is told their
                 // first bytes, so it does not open the file again to sniff it.
-                let data = ImageData(input: .file(path), byteCount: entry.byteCount, leadingBytes: leading,
-                                     removingFileOnRelease: owned)
+                let data = ImageData(
+                    input: .file(path), byteCount: entry.byteCount, leadingBytes: leading,
+                    removingFileOnRelease: owned)
                 return Hit(entry: entry, data: data)
             }
             if owned { unlink(path) }
@@ -50,7 +52,8 @@ extension DiskCache {
     /// The stored metadata for `key` without reading or verifying the body.
     public func entry(for key: String) -> DiskCacheEntry? {
         guard let entry = readEntry(stem: DiskCacheKeyHash.fileStem(for: key), removingUnreadable: false),
-              entry.key == key else { return nil }
+            entry.key == key
+        else { return nil }
         return entry
     }
 
@@ -75,7 +78,8 @@ extension DiskCache {
         var prefix = [UInt8](repeating: 0, count: 32)
         let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 32, 0) }
         guard count > 0, ImageFormat.sniff(prefix.prefix(count)) != nil else { return nil }
-        let intact = entry.byteCount <= configuration.fullVerificationLimit
+        let intact =
+            entry.byteCount <= configuration.fullVerificationLimit
             ? ContentChecksum.ofFile(fd, size: entry.byteCount) == entry.checksum
             : ContentChecksum.sampledOfFile(fd, size: entry.byteCount) == entry.sampledChecksum
         return intact ? Array(prefix.prefix(count)) : nil

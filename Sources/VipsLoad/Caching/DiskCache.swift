@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A persistent cache of encoded image data: one folder of files, keyed by
@@ -91,7 +92,8 @@ public final class DiskCache: Sendable {
 
     /// Stores `data` under `key` (atomically replacing any previous entry).
     @discardableResult
-    public func store(_ data: Data, for key: String, http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry {
+    public func store(_ data: Data, for key: String, http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry
+    {
         let writer = try makeWriter(for: key)
         try writer.write(data)
         return try writer.commit(http: http)
@@ -104,7 +106,8 @@ public final class DiskCache: Sendable {
     func refresh(_ entry: DiskCacheEntry, http: HTTPCacheMetadata) throws(VipsError) -> DiskCacheEntry {
         let stem = DiskCacheKeyHash.fileStem(for: entry.key)
         guard var current = readEntry(stem: stem, removingUnreadable: false), current.key == entry.key,
-              current.bodyFile == entry.bodyFile else {
+            current.bodyFile == entry.bodyFile
+        else {
             return entry
         }
         current.http = http
@@ -160,7 +163,9 @@ public final class DiskCache: Sendable {
             return try StreamingFileWriter(directory: privateTemporaryDirectory, namePrefix: "w-", budget: inFlight)
         } catch {
             if recreateFoldersIfMissing(),
-               let file = try? StreamingFileWriter(directory: privateTemporaryDirectory, namePrefix: "w-", budget: inFlight) {
+                let file = try? StreamingFileWriter(
+                    directory: privateTemporaryDirectory, namePrefix: "w-", budget: inFlight)
+            {
                 return file
             }
             noteWriteFailure()
@@ -176,8 +181,11 @@ public final class DiskCache: Sendable {
     /// Creates the entries and temporary folders when one is missing; true when it did.
     func recreateFoldersIfMissing() -> Bool {
         var recreated = false
-        for directory in [entriesDirectory, temporaryDirectory] where !FileManager.default.fileExists(atPath: directory) {
-            guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil else {
+        for directory in [entriesDirectory, temporaryDirectory] where !FileManager.default.fileExists(atPath: directory)
+        {
+            guard
+                (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil
+            else {
                 return false
             }
             recreated = true
@@ -201,8 +209,10 @@ public final class DiskCache: Sendable {
     /// Refuses empty bodies, bodies that are not an image (by magic number)
     /// and bodies larger than the size limit; the file is deleted on failure.
     /// With `openForReading`, the hit's data is a private link to the new body.
-    func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
-                openForReading: Bool) throws(VipsError) -> Hit {
+    func commit(
+        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+        openForReading: Bool
+    ) throws(VipsError) -> Hit {
         switch try commit(file, key: key, http: http, openForReading: openForReading, keepingBytes: false) {
         case .committed(let hit): return hit
         case .uncached(_, let reason): throw reason
@@ -212,12 +222,16 @@ public final class DiskCache: Sendable {
     /// Commits a downloaded body like `commit`, except that when the file
     /// system refuses the entry the bytes are kept for the caller rather than
     /// deleted: a full or read-only cache must not cost the download.
-    func commitDownload(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?) throws(VipsError) -> CommitOutcome {
+    func commitDownload(
+        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?
+    ) throws(VipsError) -> CommitOutcome {
         try commit(file, key: key, http: http, openForReading: true, keepingBytes: true)
     }
 
-    func commit(_ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
-                        openForReading: Bool, keepingBytes: Bool) throws(VipsError) -> CommitOutcome {
+    func commit(
+        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+        openForReading: Bool, keepingBytes: Bool
+    ) throws(VipsError) -> CommitOutcome {
         let summary = try file.finish()
         guard summary.byteCount > 0 else {
             unlink(file.path)
@@ -229,20 +243,25 @@ public final class DiskCache: Sendable {
         }
         guard summary.byteCount <= configuration.sizeLimit else {
             unlink(file.path)
-            throw VipsError(.tooLarge, "\(key): \(summary.byteCount) bytes exceed the cache's limit of \(configuration.sizeLimit)")
+            throw VipsError(
+                .tooLarge, "\(key): \(summary.byteCount) bytes exceed the cache's limit of \(configuration.sizeLimit)")
         }
         /// The file system refused the entry at `path` (and the entry is not visible).
-        func refused(_ error: VipsError, bytesAt path: String, readerLink: String? = nil) throws(VipsError) -> CommitOutcome {
+        func refused(
+            _ error: VipsError, bytesAt path: String, readerLink: String? = nil
+        ) throws(VipsError) -> CommitOutcome {
             noteWriteFailure()
             // Bytes whose folder was deleted meanwhile are gone: then the error is all there is.
             if keepingBytes, access(readerLink ?? path, F_OK) == 0 {
                 if let readerLink {
                     unlink(path)
-                    return .uncached(ImageData(input: .file(readerLink), byteCount: summary.byteCount, removingFileOnRelease: true),
-                                     reason: error)
+                    return .uncached(
+                        ImageData(input: .file(readerLink), byteCount: summary.byteCount, removingFileOnRelease: true),
+                        reason: error)
                 }
-                return .uncached(ImageData(input: .file(path), byteCount: summary.byteCount, removingFileOnRelease: true),
-                                 reason: error)
+                return .uncached(
+                    ImageData(input: .file(path), byteCount: summary.byteCount, removingFileOnRelease: true),
+                    reason: error)
             }
             if let readerLink { unlink(readerLink) }
             unlink(path)
@@ -254,7 +273,8 @@ public final class DiskCache: Sendable {
         let checksum = summary.checksum
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            return try refused(VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))"), bytesAt: file.path)
+            return try refused(
+                VipsError(.io, "cannot reopen \(file.path): \(String(cString: strerror(errno)))"), bytesAt: file.path)
         }
         let sampled = ContentChecksum.sampledOfFile(fd, size: summary.byteCount)
         close(fd)
@@ -272,9 +292,10 @@ public final class DiskCache: Sendable {
         // The reader's link exists before the entry is visible, so no sweep can take the body first.
         let reading = openForReading ? linkForReading(bodyPath) : nil
         let previous = readEntry(stem: stem, removingUnreadable: false)
-        let entry = DiskCacheEntry(key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
-                                   version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
-                                   checksum: checksum, sampledChecksum: sampled)
+        let entry = DiskCacheEntry(
+            key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
+            version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
+            checksum: checksum, sampledChecksum: sampled)
         do throws(VipsError) {
             try writeMetadata(entry, stem: stem)
         } catch {
@@ -284,8 +305,9 @@ public final class DiskCache: Sendable {
             unlink(entriesDirectory + "/" + previous.bodyFile)
         }
         noteWrite(bytes: summary.byteCount)
-        let data = ImageData(input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
-                             removingFileOnRelease: reading?.owned ?? false)
+        let data = ImageData(
+            input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
+            removingFileOnRelease: reading?.owned ?? false)
         return .committed(Hit(entry: entry, data: data))
     }
 
@@ -298,7 +320,8 @@ public final class DiskCache: Sendable {
         let path = metadataPath(stem)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         guard let entry = try? JSONDecoder().decode(DiskCacheEntry.self, from: data),
-              entry.version == DiskCacheEntry.currentVersion else {
+            entry.version == DiskCacheEntry.currentVersion
+        else {
             if removingUnreadable { unlink(path) }
             return nil
         }

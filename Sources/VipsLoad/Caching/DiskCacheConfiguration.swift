@@ -23,8 +23,10 @@ extension DiskCache {
         public var abandonedFileLifetime: TimeInterval
 
         /// A configuration for the cache in `directory`; each other parameter defaults as its property documents.
-        public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024,
-                    fullVerificationLimit: Int = 8 * 1024 * 1024, abandonedFileLifetime: TimeInterval = 3600) {
+        public init(
+            directory: URL, sizeLimit: Int = 512 * 1024 * 1024,
+            fullVerificationLimit: Int = 8 * 1024 * 1024, abandonedFileLifetime: TimeInterval = 3600
+        ) {
             self.directory = directory
             self.sizeLimit = sizeLimit
             self.fullVerificationLimit = fullVerificationLimit
@@ -47,6 +49,7 @@ extension DiskCache {
         } else {
             base = FileManager.default.temporaryDirectory
         }
-        return base.appendingPathComponent("vipsload", isDirectory: true).appendingPathComponent("images", isDirectory: true)
+        return base.appendingPathComponent("vipsload", isDirectory: true).appendingPathComponent(
+            "images", isDirectory: true)
     }
 }

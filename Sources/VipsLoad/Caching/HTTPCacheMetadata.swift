@@ -20,8 +20,10 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
     public var staleIfError: TimeInterval?
 
     /// Metadata with the given validators and freshness (normally parsed from a response instead).
-    public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil,
-                requiresRevalidation: Bool = false, contentType: String? = nil) {
+    public init(
+        etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil,
+        requiresRevalidation: Bool = false, contentType: String? = nil
+    ) {
         self.etag = etag
         self.lastModified = lastModified
         self.expiresAt = expiresAt
@@ -63,7 +65,8 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
         etag = header("ETag")
         lastModified = header("Last-Modified")
         contentType = header("Content-Type")
-        requiresRevalidation = directives["no-cache"] != nil
+        requiresRevalidation =
+            directives["no-cache"] != nil
             || (header("Cache-Control") == nil && header("Pragma")?.lowercased().contains("no-cache") == true)
         expiresAt = Self.expiry(directives: directives, header: header, receivedAt: receivedAt)
         staleIfError = Self.staleIfError(directives)
@@ -71,7 +74,9 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
 
     /// `stale-if-error`'s seconds, when valid.
     private static func staleIfError(_ directives: [String: String]) -> TimeInterval? {
-        guard let value = directives["stale-if-error"], let seconds = TimeInterval(value), seconds >= 0, seconds.isFinite else {
+        guard let value = directives["stale-if-error"], let seconds = TimeInterval(value), seconds >= 0,
+            seconds.isFinite
+        else {
             return nil
         }
         return seconds
@@ -90,9 +95,11 @@ public struct HTTPCacheMetadata: Sendable, Hashable, Codable {
         }
         // A 304 usually repeats the freshness headers; without any, fall back to the stored Last-Modified heuristic.
         let storedLastModified = merged.lastModified
-        merged.expiresAt = Self.expiry(directives: directives, header: { name in
-            header(name) ?? (name == "Last-Modified" ? storedLastModified : nil)
-        }, receivedAt: receivedAt)
+        merged.expiresAt = Self.expiry(
+            directives: directives,
+            header: { name in
+                header(name) ?? (name == "Last-Modified" ? storedLastModified : nil)
+            }, receivedAt: receivedAt)
         return merged
     }
 

@@ -47,8 +47,10 @@ struct LRUStorage<Key: Hashable, Value> {
     /// Inserts or replaces `key`, then evicts least recently used entries until
     /// both limits hold. Evicted (and replaced) entries are appended to `removed`.
     /// The caller guarantees `cost <= costLimit`.
-    mutating func set(_ value: Value, for key: Key, cost: Int, expiry: ContinuousClock.Instant?,
-                      costLimit: Int, countLimit: Int, removed: inout [(Key, Value)]) {
+    mutating func set(
+        _ value: Value, for key: Key, cost: Int, expiry: ContinuousClock.Instant?,
+        costLimit: Int, countLimit: Int, removed: inout [(Key, Value)]
+    ) {
         if let slot = index[key], let entry = remove(slot: slot) { removed.append(entry) }
         // Evict first so the total never exceeds the limits, not even between two steps.
         while oldest >= 0, totalCost + cost > costLimit || count + 1 > countLimit {
@@ -107,7 +109,8 @@ struct LRUStorage<Key: Hashable, Value> {
     var isConsistent: Bool {
         var forward = 0, cost = 0, slot = newest, newer = -1
         while slot >= 0 {
-            guard forward <= nodes.count, nodes[slot].newer == newer, let key = nodes[slot].key, index[key] == slot else { return false }
+            guard forward <= nodes.count, nodes[slot].newer == newer, let key = nodes[slot].key, index[key] == slot
+            else { return false }
             cost += nodes[slot].cost
             forward += 1
             newer = slot

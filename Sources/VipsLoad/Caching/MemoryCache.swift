@@ -48,8 +48,10 @@ public final class MemoryCache: Sendable {
     ///   - countLimit: most bitmaps kept. Default `Int.max` (cost alone bounds the cache).
     ///   - entryCostLimitFraction: largest share of `costLimit` one bitmap may take. Default 0.1.
     ///   - entryLifetime: time an entry stays valid; default nil (until evicted).
-    public init(costLimit: Int = MemoryCache.defaultCostLimit, countLimit: Int = .max,
-                entryCostLimitFraction: Double = 0.1, entryLifetime: Duration? = nil) {
+    public init(
+        costLimit: Int = MemoryCache.defaultCostLimit, countLimit: Int = .max,
+        entryCostLimitFraction: Double = 0.1, entryLifetime: Duration? = nil
+    ) {
         self.entryCostLimitFraction = min(1, max(0, entryCostLimitFraction))
         self.entryLifetime = entryLifetime
         state = LockedState(State(costLimit: max(0, costLimit), countLimit: max(0, countLimit)), rank: .cache)
@@ -104,8 +106,9 @@ public final class MemoryCache: Sendable {
                 state.forget(removed)
                 return false
             }
-            state.storage.set(bitmap, for: key, cost: cost, expiry: expiry, costLimit: state.costLimit,
-                              countLimit: state.countLimit, removed: &removed)
+            state.storage.set(
+                bitmap, for: key, cost: cost, expiry: expiry, costLimit: state.costLimit,
+                countLimit: state.countLimit, removed: &removed)
             state.forget(removed)
             state.keysBySource[key.sourceKey, default: []].insert(key)
             return true
@@ -180,10 +183,13 @@ public final class MemoryCache: Sendable {
         let found = state.withLock { state -> Bitmap? in
             guard let keys = state.keysBySource[key.sourceKey] else { return nil }
             var best: (key: ImageCacheKey, bitmap: Bitmap)?
-            for candidate in keys where candidate != key && !candidate.allowUpscale && candidate.isPlainFit
-                && candidate.version == key.version {
+            for candidate in keys
+            where candidate != key && !candidate.allowUpscale && candidate.isPlainFit
+                && candidate.version == key.version
+            {
                 guard let bitmap = state.storage.peek(candidate, now: now) else { continue }
-                let isOriginalSize = candidate.isOriginal
+                let isOriginalSize =
+                    candidate.isOriginal
                     || (bitmap.width < candidate.width && bitmap.height < candidate.height)
                 let coversTarget = bitmap.width >= key.width || bitmap.height >= key.height
                 guard isOriginalSize || coversTarget else { continue }

@@ -56,16 +56,19 @@ final class MemoryPressureMonitor: Sendable {
     ///   - usesPressureStall: try PSI triggers first (default true); false samples only.
     ///   - samplingInterval: how often sampling reads the usage. Default 1 s.
     ///   - handler: called on the monitor's thread for each reported level.
-    static func start(resources: SystemResources = .current, usesPressureStall: Bool = true,
-                      samplingInterval: Duration = .seconds(1),
-                      handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void) -> MemoryPressureMonitor? {
+    static func start(
+        resources: SystemResources = .current, usesPressureStall: Bool = true,
+        samplingInterval: Duration = .seconds(1),
+        handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void
+    ) -> MemoryPressureMonitor? {
         var reason: String? = "pressure stall triggers not requested"
         if usesPressureStall {
             if let file = resources.memoryPressureFile {
                 do throws(VipsError) {
                     let trigger = try MemoryPressureTrigger(file: file)
-                    return MemoryPressureMonitor(mode: .pressureStall(file: file), reason: nil, trigger: trigger,
-                                                 resources: resources, handler: handler)
+                    return MemoryPressureMonitor(
+                        mode: .pressureStall(file: file), reason: nil, trigger: trigger,
+                        resources: resources, handler: handler)
                 } catch {
                     reason = error.description
                 }
@@ -74,13 +77,17 @@ final class MemoryPressureMonitor: Sendable {
             }
         }
         guard resources.currentMemoryUsage() != nil,
-              let trigger = try? MemoryPressureTrigger(file: nil) else { return nil }
-        return MemoryPressureMonitor(mode: .sampling(limit: resources.memoryLimit, interval: samplingInterval),
-                                     reason: reason, trigger: trigger, resources: resources, handler: handler)
+            let trigger = try? MemoryPressureTrigger(file: nil)
+        else { return nil }
+        return MemoryPressureMonitor(
+            mode: .sampling(limit: resources.memoryLimit, interval: samplingInterval),
+            reason: reason, trigger: trigger, resources: resources, handler: handler)
     }
 
-    private init?(mode: Mode, reason: String?, trigger: MemoryPressureTrigger, resources: SystemResources,
-                  handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void) {
+    private init?(
+        mode: Mode, reason: String?, trigger: MemoryPressureTrigger, resources: SystemResources,
+        handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void
+    ) {
         self.mode = mode
         pressureStallUnavailableReason = reason
         self.trigger = trigger
@@ -94,11 +101,13 @@ final class MemoryPressureMonitor: Sendable {
         pthread_attr_setstacksize(&attributes, 1 << 20)
         var thread = pthread_t()
         let unmanaged = Unmanaged.passRetained(context)
-        let status = pthread_create(&thread, &attributes, { argument in
-            guard let argument else { return nil }
-            Unmanaged<Context>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, unmanaged.toOpaque())
+        let status = pthread_create(
+            &thread, &attributes,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<Context>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            }, unmanaged.toOpaque())
         guard status == 0 else {
             unmanaged.release()
             trigger.close()
@@ -142,8 +151,10 @@ final class MemoryPressureMonitor: Sendable {
         let resources: SystemResources
         let handler: @Sendable (ImagePipeline.MemoryPressureLevel) -> Void
 
-        init(mode: Mode, trigger: MemoryPressureTrigger, state: LockedState<State>, resources: SystemResources,
-             handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void) {
+        init(
+            mode: Mode, trigger: MemoryPressureTrigger, state: LockedState<State>, resources: SystemResources,
+            handler: @escaping @Sendable (ImagePipeline.MemoryPressureLevel) -> Void
+        ) {
             self.mode = mode
             self.trigger = trigger
             self.state = state
@@ -184,7 +195,9 @@ final class MemoryPressureMonitor: Sendable {
                 }
                 guard let usage = resources.currentMemoryUsage(), limit > 0 else { continue }
                 let fraction = Double(usage) / Double(limit)
-                let level: ImagePipeline.MemoryPressureLevel? = fraction >= MemoryPressureMonitor.samplingCriticalFraction ? .critical
+                let level: ImagePipeline.MemoryPressureLevel? =
+                    fraction >= MemoryPressureMonitor.samplingCriticalFraction
+                    ? .critical
                     : fraction >= MemoryPressureMonitor.samplingWarningFraction ? .warning : nil
                 guard let level else {
                     reported = nil
@@ -192,7 +205,10 @@ final class MemoryPressureMonitor: Sendable {
                 }
                 let now = ContinuousClock.now
                 if let last = reported, last.level == level || last.level == .critical,
-                   now - last.at < MemoryPressureMonitor.samplingRepeatInterval { continue }
+                    now - last.at < MemoryPressureMonitor.samplingRepeatInterval
+                {
+                    continue
+                }
                 reported = (level, now)
                 handler(level)
             }

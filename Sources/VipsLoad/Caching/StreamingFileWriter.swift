@@ -120,7 +120,9 @@ final class StreamingFileWriter: Sendable {
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else {
-                throw VipsError(.io, "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "shorter than written")")
+                throw VipsError(
+                    .io,
+                    "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "shorter than written")")
             }
             let written: Result<Void, VipsError> = buffer.withUnsafeBytes { bytes in
                 do throws(VipsError) {
@@ -152,7 +154,9 @@ final class StreamingFileWriter: Sendable {
             if state.fd >= 0 {
                 let status = close(state.fd)
                 state.fd = -1
-                guard status == 0 else { throw VipsError(.io, "cannot close \(path): \(String(cString: strerror(errno)))") }
+                guard status == 0 else {
+                    throw VipsError(.io, "cannot close \(path): \(String(cString: strerror(errno)))")
+                }
             }
             state.handedOver = true
             return Summary(byteCount: state.byteCount, prefix: state.prefix, checksum: state.checksum.finalize())

@@ -13,8 +13,10 @@ extension PipelineEngine {
     /// decoding it; `completion` is called once, after the engine lock, unless
     /// the ticket is cancelled first. A decode of the same source that starts
     /// meanwhile joins the load and raises its priority.
-    func loadDataOnly(_ request: ValidatedRequest,
-                      completion: @escaping @Sendable (Result<ImageData, VipsError>) -> Void) -> DataLoadTicket {
+    func loadDataOnly(
+        _ request: ValidatedRequest,
+        completion: @escaping @Sendable (Result<ImageData, VipsError>) -> Void
+    ) -> DataLoadTicket {
         let ticket = DataLoadTicket()
         perform { effects in
             let unit: SharedWork<ImageData>
@@ -22,8 +24,9 @@ extension PipelineEngine {
                 unit = existing
                 metrics.dataLoadsShared.add(1, ordering: .relaxed)
             } else {
-                unit = startLoad(request.request.source, key: request.loadKey, policy: request.dataPolicy,
-                                 priority: request.priority, &effects)
+                unit = startLoad(
+                    request.request.source, key: request.loadKey, policy: request.dataPolicy,
+                    priority: request.priority, &effects)
             }
             ticket.subscription = unit.subscribe(priority: request.priority, &effects) { [weak self] event in
                 let result: Result<ImageData, VipsError>
@@ -32,12 +35,13 @@ extension PipelineEngine {
                 case .value(let data): result = .success(data)
                 case .failure(let error): result = .failure(error)
                 }
-                let current = self?.perform { effects -> Bool in
-                    guard let subscription = ticket.subscription else { return false }
-                    ticket.subscription = nil
-                    subscription.cancel(&effects)
-                    return true
-                } ?? false
+                let current =
+                    self?.perform { effects -> Bool in
+                        guard let subscription = ticket.subscription else { return false }
+                        ticket.subscription = nil
+                        subscription.cancel(&effects)
+                        return true
+                    } ?? false
                 if current { completion(result) }
             }
         }

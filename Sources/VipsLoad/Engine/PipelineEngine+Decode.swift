@@ -15,7 +15,9 @@ extension PipelineEngine {
     func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         decodes.insert(unit, for: request.workKey)
-        if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit, let larger = memoryCache?.largerBitmap(for: request.key) {
+        if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit,
+            let larger = memoryCache?.largerBitmap(for: request.key)
+        {
             enqueueDecode(unit, request, .bitmap(larger), &effects)
             return unit
         }
@@ -26,8 +28,9 @@ extension PipelineEngine {
         } else {
             var policy = request.dataPolicy
             if !storesOriginalData(request) { policy.writes = false }
-            data = startLoad(request.request.source, key: request.loadKey, policy: policy,
-                             priority: request.priority, &effects)
+            data = startLoad(
+                request.request.source, key: request.loadKey, policy: policy,
+                priority: request.priority, &effects)
         }
         chain(unit, to: data, &effects) { [weak self] bytes, unit, effects in
             self?.enqueueDecode(unit, request, .data(bytes), &effects)
@@ -36,8 +39,10 @@ extension PipelineEngine {
     }
 
     /// Queues the unit's decode on the decode lane.
-    private func enqueueDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
-                               _ effects: inout Effects) {
+    private func enqueueDecode(
+        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
+        _ effects: inout Effects
+    ) {
         enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runDecode(unit, request, input) }
     }
 
@@ -63,9 +68,10 @@ extension PipelineEngine {
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
                 try cancellation.run { () throws(VipsError) -> Bitmap in
-                    try decoder(for: data).decode(data.input, size: request.request.size, mode: request.request.mode,
-                                                  scale: request.request.scale, allowUpscale: request.key.allowUpscale,
-                                                  keepingMetadata: request.request.options.contains(.keepMetadata))
+                    try decoder(for: data).decode(
+                        data.input, size: request.request.size, mode: request.request.mode,
+                        scale: request.request.scale, allowUpscale: request.key.allowUpscale,
+                        keepingMetadata: request.request.options.contains(.keepMetadata))
                 }
             }
             result = result.map { $0.fromDataCache(data.isFromDataCache) }
@@ -102,10 +108,13 @@ extension PipelineEngine {
     /// `expire` with the `.timedOut` error for its waiting requests (they are
     /// told then, even when the decode is inside a call that cannot be
     /// interrupted). Nil when there is no limit; cancel the item once the decode returns.
-    func startWatchdog(_ cancellation: DecodeCancellation, label: String,
-                       expire: @escaping @Sendable (VipsError) -> Void) -> DispatchWorkItem? {
+    func startWatchdog(
+        _ cancellation: DecodeCancellation, label: String,
+        expire: @escaping @Sendable (VipsError) -> Void
+    ) -> DispatchWorkItem? {
         guard let limit = decodeTimeLimit, limit > .zero else { return nil }
-        let error = VipsError(.timedOut, "\(label): decoding took longer than the pipeline's decodeTimeLimit of \(limit)")
+        let error = VipsError(
+            .timedOut, "\(label): decoding took longer than the pipeline's decodeTimeLimit of \(limit)")
         let item = DispatchWorkItem {
             cancellation.cancel()
             expire(error)
@@ -129,7 +138,8 @@ extension VipsError {
     /// description (no temporary or cache file is ever named to a user).
     func naming(_ input: ImageInput, as source: ImageSource) -> VipsError {
         guard case .file(let path) = input, case let name = source.description, path != name,
-              message.contains(path) else { return self }
+            message.contains(path)
+        else { return self }
         return VipsError(kind, message.replacingOccurrences(of: path, with: name), httpStatus: httpStatus)
     }
 }

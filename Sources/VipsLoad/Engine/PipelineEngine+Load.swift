@@ -8,8 +8,10 @@ extension PipelineEngine {
     /// the network lane at once. A cache-only unit never reaches the network
     /// lane: its miss is `.notCached`. The unit keeps the data while decodes
     /// of any size hold it.
-    func startLoad(_ source: ImageSource, key: String, policy: DataPolicy, priority: ImageRequest.Priority,
-                   _ effects: inout Effects) -> SharedWork<ImageData> {
+    func startLoad(
+        _ source: ImageSource, key: String, policy: DataPolicy, priority: ImageRequest.Priority,
+        _ effects: inout Effects
+    ) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
         loads.insert(unit, for: key)
         if usesDefaultLoader, source.isLocal {
@@ -22,8 +24,10 @@ extension PipelineEngine {
         return unit
     }
 
-    private func enqueueNetwork(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-                                revalidating stale: DiskCache.Hit?, _ effects: inout Effects) {
+    private func enqueueNetwork(
+        _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+        revalidating stale: DiskCache.Hit?, _ effects: inout Effects
+    ) {
         let lane = loadLane
         let id = lane.reserveID()
         unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
@@ -63,7 +67,8 @@ extension PipelineEngine {
                 }
             }
         } else if let dataCache, let hit = dataCache.cachedData(for: policy.key),
-                  policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.isFresh() {
+            policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.isFresh()
+        {
             fresh = hit.data
         }
         if let fresh {
@@ -72,9 +77,15 @@ extension PipelineEngine {
             return
         }
         if policy.cacheOnly {
-            finishLoad(unit, .failure(VipsError(.notCached, "\(source): not in the "
-                                                + (dataCache == nil ? "memory cache (the pipeline has no data cache)" : "memory or data cache")
-                                                + ", and the request asks not to load it")))
+            finishLoad(
+                unit,
+                .failure(
+                    VipsError(
+                        .notCached,
+                        "\(source): not in the "
+                            + (dataCache == nil
+                                ? "memory cache (the pipeline has no data cache)" : "memory or data cache")
+                            + ", and the request asks not to load it")))
             return
         }
         perform { effects in
@@ -86,8 +97,10 @@ extension PipelineEngine {
     /// Starts a network-lane load in its own Swift task; its handle lets the
     /// unit cancel it (which runs the loader's cancellation handlers, after
     /// the engine lock is released).
-    private func startRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-                                 revalidating stale: DiskCache.Hit?) {
+    private func startRemoteLoad(
+        _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+        revalidating stale: DiskCache.Hit?
+    ) {
         let lane = loadLane
         let task = Task { [weak self] in
             defer { lane.finish() }
@@ -98,8 +111,10 @@ extension PipelineEngine {
         }
     }
 
-    private func runRemoteLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-                               revalidating stale: DiskCache.Hit?) async {
+    private func runRemoteLoad(
+        _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
+        revalidating stale: DiskCache.Hit?
+    ) async {
         // A unit that came through the cache lookup has begun already.
         let live = perform { _ in unit.begin() || unit.isLive }
         guard live, !Task.isCancelled else { return }
@@ -108,22 +123,25 @@ extension PipelineEngine {
         do {
             if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
                 // The default loader streams into a disk cache and revalidates its entries itself.
-                result = .success(try await httpLoader.download(source, key: policy.key, headers: policy.headers,
-                                                                modifier: requestModifier,
-                                                                progress: { [weak self] completed, total in
-                                                                    self?.perform { effects in
-                                                                        unit.reportProgress(completed: completed, total: total, &effects)
-                                                                    }
-                                                                },
-                                                                cache: policy.writes ? dataCache as? DiskCache : nil,
-                                                                revalidating: stale))
+                result = .success(
+                    try await httpLoader.download(
+                        source, key: policy.key, headers: policy.headers,
+                        modifier: requestModifier,
+                        progress: { [weak self] completed, total in
+                            self?.perform { effects in
+                                unit.reportProgress(completed: completed, total: total, &effects)
+                            }
+                        },
+                        cache: policy.writes ? dataCache as? DiskCache : nil,
+                        revalidating: stale))
             } else {
                 result = .success(try await loader.loadData(for: source))
                 if let dataCache, policy.writes, !source.isLocal, case .success(let data) = result {
                     // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
-                    result = .success(await ioPool.run(priority: unit.priority) {
-                        (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
-                    })
+                    result = .success(
+                        await ioPool.run(priority: unit.priority) {
+                            (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
+                        })
                 }
             }
         } catch {

@@ -36,8 +36,10 @@ extension PipelineEngine {
     }
 
     /// Queues the unit's processors on the decode lane.
-    private func enqueueProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
-                                _ effects: inout Effects) {
+    private func enqueueProcess(
+        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
+        _ effects: inout Effects
+    ) {
         enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runProcess(unit, request, input) }
     }
 
@@ -64,7 +66,9 @@ extension Bitmap {
     /// The bitmap with its source marked as read from the data cache (or not).
     func fromDataCache(_ isFromDataCache: Bool) -> Bitmap {
         guard isFromDataCache, let source else { return self }
-        return withSource(BitmapSource(info: source.info, decodedLeniently: source.decodedLeniently,
-                                       fromDataCache: true))
+        return withSource(
+            BitmapSource(
+                info: source.info, decodedLeniently: source.decodedLeniently,
+                fromDataCache: true))
     }
 }

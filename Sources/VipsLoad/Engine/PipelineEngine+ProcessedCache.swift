@@ -4,7 +4,9 @@ extension PipelineEngine {
     /// Whether `request`'s result is served from, and stored in, the data
     /// cache as an encoded processed image (`DataCachePolicy`).
     func storesProcessedImage(_ request: ValidatedRequest) -> Bool {
-        guard dataCache != nil, request.isProcessed, !request.request.options.contains(.keepMetadata) else { return false }
+        guard dataCache != nil, request.isProcessed, !request.request.options.contains(.keepMetadata) else {
+            return false
+        }
         switch dataCachePolicy {
         case .storeOriginalData: return false
         case .storeEncodedImages, .storeAll, .automatic: return true
@@ -31,7 +33,8 @@ extension PipelineEngine {
         if request.dataPolicy.reads {
             let pool = ioPool
             let id = pool.reserveID()
-            unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
+            unit.attach(
+                WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
             let priority = unit.priority
             effects.add { [weak self] in
                 pool.enqueue(id, priority: priority) { [weak self] in self?.runProcessedLookup(unit, request) }
@@ -100,7 +103,8 @@ extension PipelineEngine {
     /// Encodes and stores a processed result; a cache that refuses it costs only the caching.
     private func storeProcessed(_ bitmap: Bitmap, _ request: ValidatedRequest) {
         guard let dataCache,
-              let encoded = try? ImageEncoder().encode(bitmap, as: processedImageFormat) else { return }
+            let encoded = try? ImageEncoder().encode(bitmap, as: processedImageFormat)
+        else { return }
         let data = ImageData(input: .data(encoded.data), byteCount: encoded.data.count)
         _ = try? dataCache.store(data, for: request.processedCacheKey(format: processedImageFormat), http: nil)
     }

@@ -29,8 +29,10 @@ extension PipelineEngine {
     /// Queues `job` for `unit` on one of the engine's thread pools: the unit
     /// can cancel it or move it to its new priority until it starts. Call with
     /// the lock held; the job is enqueued after the lock is released.
-    func enqueue<Value: Sendable>(_ unit: SharedWork<Value>, on pool: PriorityThreadPool, _ effects: inout Effects,
-                                  _ job: @escaping @Sendable () -> Void) {
+    func enqueue<Value: Sendable>(
+        _ unit: SharedWork<Value>, on pool: PriorityThreadPool, _ effects: inout Effects,
+        _ job: @escaping @Sendable () -> Void
+    ) {
         let id = pool.reserveID()
         unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
         let priority = unit.priority

@@ -107,7 +107,8 @@ final class PipelineEngine: @unchecked Sendable {
     /// scale, counting a hit; nil when the request skips cache reads or misses.
     func cachedBitmap(for request: ValidatedRequest) -> Bitmap? {
         guard let memoryCache, request.readsMemoryCache,
-              let bitmap = memoryCache.bitmap(for: request.key) else { return nil }
+            let bitmap = memoryCache.bitmap(for: request.key)
+        else { return nil }
         metrics.memoryHits.add(1, ordering: .relaxed)
         return bitmap.tagged(request.scale)
     }
@@ -132,8 +133,10 @@ final class PipelineEngine: @unchecked Sendable {
                 if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
                 unit = storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
             }
-            task.subscription = unit.subscribe(priority: task.priority, storesResult: request.writesMemoryCache,
-                                               &effects) { [weak task] event in
+            task.subscription = unit.subscribe(
+                priority: task.priority, storesResult: request.writesMemoryCache,
+                &effects
+            ) { [weak task] event in
                 task?.complete(with: event)
             }
             attachedTasks += 1

@@ -58,8 +58,16 @@ struct PriorityList<Item> {
 
     private mutating func unlink(_ id: ID) -> Entry? {
         guard let entry = entries.removeValue(forKey: id) else { return nil }
-        if let previous = entry.previous { entries[previous]?.next = entry.next } else { heads[entry.bucket] = entry.next }
-        if let next = entry.next { entries[next]?.previous = entry.previous } else { tails[entry.bucket] = entry.previous }
+        if let previous = entry.previous {
+            entries[previous]?.next = entry.next
+        } else {
+            heads[entry.bucket] = entry.next
+        }
+        if let next = entry.next {
+            entries[next]?.previous = entry.previous
+        } else {
+            tails[entry.bucket] = entry.previous
+        }
         return entry
     }
 }

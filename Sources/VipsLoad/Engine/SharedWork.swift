@@ -75,8 +75,10 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     // MARK: - Subscribers
 
     /// Adds a subscriber; a kept value is delivered to it at once (as an effect).
-    func subscribe(priority: ImageRequest.Priority, storesResult: Bool = false, _ effects: inout Effects,
-                   handler: @escaping Handler) -> WorkSubscription {
+    func subscribe(
+        priority: ImageRequest.Priority, storesResult: Bool = false, _ effects: inout Effects,
+        handler: @escaping Handler
+    ) -> WorkSubscription {
         self.storesResult = self.storesResult || storesResult
         nextSubscriberID += 1
         let id = nextSubscriberID
@@ -110,7 +112,8 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     /// Changes a subscriber's priority.
     func setPriority(_ priority: ImageRequest.Priority, of id: Int, _ effects: inout Effects) {
         guard let index = subscribers.firstIndex(where: { $0.id == id }),
-              subscribers[index].subscriber.priority != priority else { return }
+            subscribers[index].subscriber.priority != priority
+        else { return }
         subscribers[index].subscriber.priority = priority
         recomputePriority(&effects)
     }

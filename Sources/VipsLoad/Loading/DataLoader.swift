@@ -27,7 +27,11 @@ public struct DataLoader: ImageDataLoading {
         if source.isLocal { return try Self.local(source) }
         guard let remoteLoader else {
             let scheme: String
-            if case .url(let url) = source.location, let name = url.scheme { scheme = "'\(name)' URLs" } else { scheme = "URLs without a scheme" }
+            if case .url(let url) = source.location, let name = url.scheme {
+                scheme = "'\(name)' URLs"
+            } else {
+                scheme = "URLs without a scheme"
+            }
             throw VipsError(.unsupportedSource, "\(source): no loader for \(scheme) is configured")
         }
         return try await remoteLoader.loadData(for: source)
@@ -57,7 +61,9 @@ public struct DataLoader: ImageDataLoading {
         // The first bytes, read here once, so the decoder need not open the file to sniff it.
         var prefix = [UInt8](repeating: 0, count: 32)
         let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 32, 0) }
-        return ImageData(input: .file(path), byteCount: Int(info.st_size), leadingBytes: count > 0 ? Array(prefix.prefix(count)) : [])
+        return ImageData(
+            input: .file(path), byteCount: Int(info.st_size), leadingBytes: count > 0 ? Array(prefix.prefix(count)) : []
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Loads `http(s)` URLs: streams each body to a file (a disk-cache entry, or
@@ -46,7 +47,8 @@ public final class HTTPDataLoader: ImageDataLoading {
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConcurrentDownloads)
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         delegate = HTTPSessionDelegate()
-        session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
+        session = URLSession(
+            configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
         limiter = limitsDownloads ? HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads) : nil
     }
 
@@ -65,7 +67,8 @@ public final class HTTPDataLoader: ImageDataLoading {
         let url = try Self.httpURL(of: source)
         // Credentials never reach the disk cache's files: the stored key holds their digest.
         let key = URLRedaction.storageKey(source.key)
-        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) { [self] in
+        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) {
+            [self] in
             var stale: DiskCache.Hit?
             if let cache = configuration.diskCache, let hit = cache.lookup(key) {
                 if configuration.cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
@@ -84,11 +87,14 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// `key`. `headers` are merged over the configuration's; `modifier`, when
     /// given, is called once for the download (every retry sends what it
     /// returned); `progress` hears of the body's bytes as they arrive.
-    func download(_ source: ImageSource, key: String, headers: [String: String] = [:],
-                  modifier: RequestModification.Modifier? = nil, progress: HTTPTransfer.Progress? = nil,
-                  cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        try await fetch(try Self.httpURL(of: source), key: key, headers: headers, modifier: modifier, progress: progress,
-                        cache: cache, revalidating: stale)
+    func download(
+        _ source: ImageSource, key: String, headers: [String: String] = [:],
+        modifier: RequestModification.Modifier? = nil, progress: HTTPTransfer.Progress? = nil,
+        cache: DiskCache?, revalidating stale: DiskCache.Hit?
+    ) async throws -> ImageData {
+        try await fetch(
+            try Self.httpURL(of: source), key: key, headers: headers, modifier: modifier, progress: progress,
+            cache: cache, revalidating: stale)
     }
 
     /// Whether `stale-if-error` covers the failure: a 5xx status or a
@@ -102,7 +108,9 @@ public final class HTTPDataLoader: ImageDataLoading {
     }
 
     private static func httpURL(of source: ImageSource) throws(VipsError) -> URL {
-        guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else {
             throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
         }
         return url
@@ -111,16 +119,20 @@ public final class HTTPDataLoader: ImageDataLoading {
     // MARK: - Steps
 
     /// The network, with retries; failures are counted once per load.
-    private func fetch(_ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
-                       progress: HTTPTransfer.Progress? = nil, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                 timeoutInterval: configuration.requestTimeout)
+    private func fetch(
+        _ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
+        progress: HTTPTransfer.Progress? = nil, cache: DiskCache?, revalidating stale: DiskCache.Hit?
+    ) async throws -> ImageData {
+        var request = URLRequest(
+            url: url, cachePolicy: .reloadIgnoringLocalCacheData,
+            timeoutInterval: configuration.requestTimeout)
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let modifier {
             do throws(VipsError) {
-                request = try await RequestModification.apply(modifier, to: request, timeout: configuration.requestTimeout,
-                                                              label: URLRedaction.redacted(url))
+                request = try await RequestModification.apply(
+                    modifier, to: request, timeout: configuration.requestTimeout,
+                    label: URLRedaction.redacted(url))
             } catch {
                 if error.kind != .cancelled { counters.withLock { $0.failures += 1 } }
                 throw error
@@ -132,9 +144,12 @@ public final class HTTPDataLoader: ImageDataLoading {
                 return try await attempt(request, key: key, progress: progress, cache: cache, revalidating: stale)
             } catch let failure as HTTPTransfer.Failure {
                 guard failure.isTransient,
-                      let delay = configuration.retryPolicy.delay(beforeRetry: retries + 1, retryAfter: failure.retryAfter) else {
+                    let delay = configuration.retryPolicy.delay(
+                        beforeRetry: retries + 1, retryAfter: failure.retryAfter)
+                else {
                     if let stale, Self.allowsStale(after: failure), configuration.usesStaleIfError,
-                       stale.entry.http?.mayServeStaleOnError() == true {
+                        stale.entry.http?.mayServeStaleOnError() == true
+                    {
                         counters.withLock { $0.staleServedOnError += 1 }
                         return stale.data
                     }
@@ -152,32 +167,44 @@ public final class HTTPDataLoader: ImageDataLoading {
     }
 
     /// One request: a conditional one when `stale` is given.
-    private func attempt(_ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: DiskCache?, revalidating stale: DiskCache.Hit?) async throws -> ImageData {
+    private func attempt(
+        _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: DiskCache?,
+        revalidating stale: DiskCache.Hit?
+    ) async throws -> ImageData {
         try await limiter?.acquire()
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
         if let http = stale?.entry.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
-            if let lastModified = http.lastModified { request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since") }
+            if let lastModified = http.lastModified {
+                request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+            }
         }
-        let limits = HTTPTransfer.Limits(maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
-                                         requestTimeout: configuration.requestTimeout,
-                                         resourceTimeout: configuration.resourceTimeout)
+        let limits = HTTPTransfer.Limits(
+            maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
+            requestTimeout: configuration.requestTimeout,
+            resourceTimeout: configuration.resourceTimeout)
         let directory = configuration.temporaryDirectory.path
-        let transfer = HTTPTransfer(request: request, conditional: stale != nil, limits: limits, progress: progress,
-                                    makeSink: { response, receivedAt throws(VipsError) in
-                                        try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
-                                    })
+        let transfer = HTTPTransfer(
+            request: request, conditional: stale != nil, limits: limits, progress: progress,
+            makeSink: { response, receivedAt throws(VipsError) in
+                try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
+            })
         counters.withLock { $0.httpRequests += 1 }
 
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache, let stored = stale.entry.http else {
-                throw HTTPTransfer.Failure(error: VipsError(.httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry", httpStatus: 304),
-                                           isTransient: false)
+                throw HTTPTransfer.Failure(
+                    error: VipsError(
+                        .httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry",
+                        httpStatus: 304),
+                    isTransient: false)
             }
-            if let updated = stored.updated(byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt) {
+            if let updated = stored.updated(
+                byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt)
+            {
                 // A failed metadata write only costs a revalidation next time.
                 _ = try? cache.refresh(stale.entry, http: updated)
             } else {
@@ -198,7 +225,10 @@ public final class HTTPDataLoader: ImageDataLoading {
                 file.discard()
                 let type = response.value(forHTTPHeaderField: "Content-Type") ?? "no Content-Type"
                 throw HTTPTransfer.Failure(
-                    error: VipsError(.unsupportedFormat, "\(URLRedaction.redacted(url)) (\(type)) is not an image: it starts with \(Self.describe(leading))"),
+                    error: VipsError(
+                        .unsupportedFormat,
+                        "\(URLRedaction.redacted(url)) (\(type)) is not an image: it starts with \(Self.describe(leading))"
+                    ),
                     isTransient: false)
             }
             if let metadata = sink.cacheMetadata, let cache, byteCount <= cache.configuration.sizeLimit {
@@ -209,24 +239,31 @@ public final class HTTPDataLoader: ImageDataLoading {
                 }
             }
             let summary = try file.finish()
-            return ImageData(input: .file(file.path), byteCount: summary.byteCount, leadingBytes: summary.prefix,
-                             removingFileOnRelease: true)
+            return ImageData(
+                input: .file(file.path), byteCount: summary.byteCount, leadingBytes: summary.prefix,
+                removingFileOnRelease: true)
         }
     }
 
     /// Chooses where a 2xx body goes: the disk cache when it may be stored
     /// there, a temporary file otherwise (also when the cache's folder
     /// refuses new files, or refuses more bytes while the body streams).
-    private static func makeSink(_ response: HTTPURLResponse, receivedAt: Date, cache: DiskCache?,
-                                 temporaryDirectory directory: String) throws(VipsError) -> HTTPTransfer.Sink {
+    private static func makeSink(
+        _ response: HTTPURLResponse, receivedAt: Date, cache: DiskCache?,
+        temporaryDirectory directory: String
+    ) throws(VipsError) -> HTTPTransfer.Sink {
         if let cache,
-           let metadata = HTTPCacheMetadata(header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
-           response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
-           let file = try? cache.makeTemporaryFile() {
-            return HTTPTransfer.Sink(file: file, cacheMetadata: metadata, fallback: { () throws(VipsError) in
-                cache.noteWriteFailure()
-                return try Self.makeTemporaryDownload(in: directory)
-            })
+            let metadata = HTTPCacheMetadata(
+                header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
+            response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
+            let file = try? cache.makeTemporaryFile()
+        {
+            return HTTPTransfer.Sink(
+                file: file, cacheMetadata: metadata,
+                fallback: { () throws(VipsError) in
+                    cache.noteWriteFailure()
+                    return try Self.makeTemporaryDownload(in: directory)
+                })
         }
         return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: directory), cacheMetadata: nil)
     }
@@ -241,7 +278,8 @@ public final class HTTPDataLoader: ImageDataLoading {
     private static func describe(_ bytes: [UInt8]) -> String {
         let head = bytes.prefix(16)
         if head.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            return "\"" + String(decoding: head, as: UTF8.self)
+            return "\""
+                + String(decoding: head, as: UTF8.self)
                 .replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: "") + "\""
         }
         return head.map { String(format: "%02x", $0) }.joined(separator: " ")

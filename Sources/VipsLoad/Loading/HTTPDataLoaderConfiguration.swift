@@ -34,13 +34,15 @@ extension HTTPDataLoader {
         public var headers: [String: String]
 
         /// A configuration; each parameter defaults as its property documents.
-        public init(maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
-                    resourceTimeout: TimeInterval = 300, maxBodyBytes: Int = 256 * 1024 * 1024,
-                    maxRedirects: Int = 10, retryPolicy: HTTPRetryPolicy = .none,
-                    diskCache: DiskCache? = nil, cachePolicy: HTTPCachePolicy = .respectExpiry,
-                    temporaryDirectory: URL = FileManager.default.temporaryDirectory
-                        .appendingPathComponent("vipsload-downloads", isDirectory: true),
-                    headers: [String: String] = ["Accept": "image/*,*/*;q=0.8", "User-Agent": "VipsLoad"]) {
+        public init(
+            maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
+            resourceTimeout: TimeInterval = 300, maxBodyBytes: Int = 256 * 1024 * 1024,
+            maxRedirects: Int = 10, retryPolicy: HTTPRetryPolicy = .none,
+            diskCache: DiskCache? = nil, cachePolicy: HTTPCachePolicy = .respectExpiry,
+            temporaryDirectory: URL = FileManager.default.temporaryDirectory
+                .appendingPathComponent("vipsload-downloads", isDirectory: true),
+            headers: [String: String] = ["Accept": "image/*,*/*;q=0.8", "User-Agent": "VipsLoad"]
+        ) {
             self.maxConcurrentDownloads = maxConcurrentDownloads
             self.requestTimeout = requestTimeout
             self.resourceTimeout = resourceTimeout

@@ -1,4 +1,3 @@
-
 /// Bounds the downloads running at once: a FIFO async semaphore whose waiters
 /// leave the queue as soon as their task is cancelled.
 final class HTTPDownloadLimiter: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The one delegate of a loader's `URLSession`: routes each task's events to
@@ -23,8 +24,10 @@ final class HTTPSessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         return transfers.withLock { $0[id] }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
         guard let transfer = transfer(for: dataTask) else {
             completionHandler(.cancel)
             return
@@ -36,8 +39,10 @@ final class HTTPSessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         transfer(for: dataTask)?.receive(data: data)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         guard let transfer = transfer(for: task) else {
             completionHandler(nil)
             return

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One HTTP attempt: a `URLSession` data task whose body is written to a file
@@ -93,8 +94,10 @@ final class HTTPTransfer: Sendable {
     /// The URL in messages, without its credentials.
     private let label: String
 
-    init(request: URLRequest, conditional: Bool, limits: Limits, progress: Progress? = nil,
-         makeSink: @escaping SinkFactory) {
+    init(
+        request: URLRequest, conditional: Bool, limits: Limits, progress: Progress? = nil,
+        makeSink: @escaping SinkFactory
+    ) {
         self.progress = progress
         self.request = request
         label = request.url.map(URLRedaction.redacted) ?? "request"
@@ -111,9 +114,15 @@ final class HTTPTransfer: Sendable {
                 let task = session.dataTask(with: request)
                 // The whole-transfer deadline (URLSession's own timeout only bounds idle gaps).
                 let timer = Task { [self] in
-                    guard (try? await Task.sleep(nanoseconds: UInt64(limits.resourceTimeout * 1e9))) != nil else { return }
-                    finish(.failure(Failure(error: VipsError(.timedOut, "\(label): no complete response within \(limits.resourceTimeout) s"),
-                                            isTransient: true)), cancellingTask: true)
+                    guard (try? await Task.sleep(nanoseconds: UInt64(limits.resourceTimeout * 1e9))) != nil else {
+                        return
+                    }
+                    finish(
+                        .failure(
+                            Failure(
+                                error: VipsError(
+                                    .timedOut, "\(label): no complete response within \(limits.resourceTimeout) s"),
+                                isTransient: true)), cancellingTask: true)
                 }
                 // Registered first: once stored below, a cancellation may complete the task at any moment.
                 delegate.register(self, for: task)
@@ -164,13 +173,18 @@ final class HTTPTransfer: Sendable {
             }
             if !(200..<300).contains(status) || status == 206 {
                 let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
-                failure = Failure(error: VipsError(.httpStatus, "HTTP \(status) for \(label)", httpStatus: status),
-                                  isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
+                failure = Failure(
+                    error: VipsError(.httpStatus, "HTTP \(status) for \(label)", httpStatus: status),
+                    isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
             } else if let problem = Self.contentLengthProblem(http) {
                 failure = Failure(error: VipsError(.protocolError, "\(label): \(problem)"), isTransient: false)
             } else if http.expectedContentLength > Int64(limits.maxBodyBytes) {
-                failure = Failure(error: VipsError(.tooLarge, "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"),
-                                  isTransient: false)
+                failure = Failure(
+                    error: VipsError(
+                        .tooLarge,
+                        "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"
+                    ),
+                    isTransient: false)
             } else {
                 do throws(VipsError) {
                     sink = try makeSink(http, Date())
@@ -209,8 +223,11 @@ final class HTTPTransfer: Sendable {
         }
         guard let sink = target.sink else { return }
         if target.total > limits.maxBodyBytes {
-            finish(.failure(Failure(error: VipsError(.tooLarge, "\(label): body exceeds the limit of \(limits.maxBodyBytes) bytes"),
-                                    isTransient: false)), cancellingTask: true)
+            finish(
+                .failure(
+                    Failure(
+                        error: VipsError(.tooLarge, "\(label): body exceeds the limit of \(limits.maxBodyBytes) bytes"),
+                        isTransient: false)), cancellingTask: true)
             return
         }
         do throws(VipsError) {
@@ -227,7 +244,8 @@ final class HTTPTransfer: Sendable {
                 }
                 if !current { moved.file.discard() }
             } catch {
-                finish(.failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: true)
+                finish(
+                    .failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: true)
                 return
             }
         }
@@ -261,7 +279,8 @@ final class HTTPTransfer: Sendable {
             if cancelling || finished { return .some(nil) }
             guard scheme == "http" || scheme == "https" else {
                 decide(nil)
-                return VipsError(.redirectRefused, "\(label): redirect to \(target) refused: only http and https are followed")
+                return VipsError(
+                    .redirectRefused, "\(label): redirect to \(target) refused: only http and https are followed")
             }
             guard redirects <= limits.maxRedirects else {
                 decide(nil)
@@ -282,36 +301,57 @@ final class HTTPTransfer: Sendable {
     func complete(error: (any Error)?, taskResponse: URLResponse?) {
         if let error {
             let headerSeen = state.withLock { $0.response != nil }
-            finish(.failure(Self.failure(for: error, label: label, limits: limits, headerSeen: headerSeen)), cancellingTask: false)
+            finish(
+                .failure(Self.failure(for: error, label: label, limits: limits, headerSeen: headerSeen)),
+                cancellingTask: false)
             return
         }
         let (response, sink, received) = state.withLock { ($0.response, $0.sink, $0.received) }
         guard let response, let sink else {
             if let http = taskResponse as? HTTPURLResponse, !(100..<300).contains(http.statusCode) {
                 let status = http.statusCode
-                let detail = (300..<400).contains(status) && http.value(forHTTPHeaderField: "Location") == nil ? " without a Location" : ""
-                finish(.failure(Failure(error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
-                                        isTransient: HTTPRetryPolicy.isTransient(status: status))),
-                       cancellingTask: false)
+                let detail =
+                    (300..<400).contains(status) && http.value(forHTTPHeaderField: "Location") == nil
+                    ? " without a Location" : ""
+                finish(
+                    .failure(
+                        Failure(
+                            error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
+                            isTransient: HTTPRetryPolicy.isTransient(status: status))),
+                    cancellingTask: false)
                 return
             }
             let interim = (taskResponse as? HTTPURLResponse).map { " after an interim \($0.statusCode) response" } ?? ""
-            finish(.failure(Failure(error: VipsError(.network, "\(label): the connection closed without a\(interim.isEmpty ? "" : " final") response\(interim)"),
-                                    isTransient: true)),
-                   cancellingTask: false)
+            finish(
+                .failure(
+                    Failure(
+                        error: VipsError(
+                            .network,
+                            "\(label): the connection closed without a\(interim.isEmpty ? "" : " final") response\(interim)"
+                        ),
+                        isTransient: true)),
+                cancellingTask: false)
             return
         }
         let expected = response.expectedContentLength
         let encoding = response.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
         // With a content coding the declared length is the encoded one; the transport checks it then.
         if expected >= 0, encoding == "identity", Int64(received) != expected {
-            finish(.failure(Failure(error: VipsError(.incompleteBody, "\(label): received \(received) of \(expected) bytes"), isTransient: true)),
-                   cancellingTask: false)
+            finish(
+                .failure(
+                    Failure(
+                        error: VipsError(.incompleteBody, "\(label): received \(received) of \(expected) bytes"),
+                        isTransient: true)),
+                cancellingTask: false)
             return
         }
         guard received > 0 else {
-            finish(.failure(Failure(error: VipsError(.emptyInput, "HTTP \(response.statusCode) for \(label) has an empty body"), isTransient: false)),
-                   cancellingTask: false)
+            finish(
+                .failure(
+                    Failure(
+                        error: VipsError(.emptyInput, "HTTP \(response.statusCode) for \(label) has an empty body"),
+                        isTransient: false)),
+                cancellingTask: false)
             return
         }
         var delivered = sink
@@ -319,9 +359,11 @@ final class HTTPTransfer: Sendable {
             // The cache folder was deleted while the body streamed into it:
             // the bytes survive only in the open file, so they move out.
             do throws(VipsError) {
-                delivered = try sink.relocated(after: VipsError(.io, "\(label): the cache folder was deleted while the body was written"))
+                delivered = try sink.relocated(
+                    after: VipsError(.io, "\(label): the cache folder was deleted while the body was written"))
             } catch {
-                finish(.failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: false)
+                finish(
+                    .failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: false)
                 return
             }
             let current = state.withLock { state -> Bool in
@@ -417,7 +459,8 @@ final class HTTPTransfer: Sendable {
         guard let colon = trimmed.firstIndex(of: ":") else { return nil }
         let candidate = trimmed[..<colon]
         guard let first = candidate.first, first.isASCII, first.isLetter,
-              candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") }) else {
+            candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
+        else {
             return nil
         }
         return candidate.lowercased()
@@ -433,14 +476,17 @@ final class HTTPTransfer: Sendable {
         }
         switch nsError.code {
         case NSURLErrorTimedOut:
-            return Failure(error: VipsError(.timedOut, "\(label): no data for \(limits.requestTimeout) s"), isTransient: true)
+            return Failure(
+                error: VipsError(.timedOut, "\(label): no data for \(limits.requestTimeout) s"), isTransient: true)
         case NSURLErrorNetworkConnectionLost:
             return Failure(error: VipsError(.network, "\(label): connection lost: \(reason)"), isTransient: true)
         case NSURLErrorBadURL, NSURLErrorUnsupportedURL:
             // libcurl's "Received HTTP/0.9 when not allowed": bytes that are not an HTTP response.
             if reason.contains("HTTP/0.9") {
-                return Failure(error: VipsError(.protocolError, "\(label): the server's answer is not an HTTP response (\(reason))"),
-                               isTransient: false)
+                return Failure(
+                    error: VipsError(
+                        .protocolError, "\(label): the server's answer is not an HTTP response (\(reason))"),
+                    isTransient: false)
             }
             return Failure(error: VipsError(.invalidArgument, "\(label): \(reason)"), isTransient: false)
         case NSURLErrorHTTPTooManyRedirects:
@@ -449,8 +495,11 @@ final class HTTPTransfer: Sendable {
             // libcurl refuses a header line over 100 KiB (CURL_MAX_HTTP_HEADER) with
             // its out-of-memory error; before the head is complete, that is what it means.
             if !headerSeen, reason == "Out of memory" {
-                return Failure(error: VipsError(.tooLarge, "\(label): the response header is too large (libcurl accepts header lines up to 100 KiB)"),
-                               isTransient: false)
+                return Failure(
+                    error: VipsError(
+                        .tooLarge,
+                        "\(label): the response header is too large (libcurl accepts header lines up to 100 KiB)"),
+                    isTransient: false)
             }
             // libcurl reports a body shorter than its Content-Length as
             // "transfer closed with N bytes remaining to read".

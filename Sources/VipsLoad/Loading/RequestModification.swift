@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import VipsCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Runs a pipeline's request modifier for one download, bounded by the
 /// request timeout: a modifier that throws or never returns fails only the
@@ -26,11 +27,14 @@ enum RequestModification {
     ///   within `timeout`; `.cancelled` when the calling task is cancelled;
     ///   `.invalidArgument` for a URL the loader cannot fetch; `.internal`
     ///   wrapping any other error.
-    static func apply(_ modifier: @escaping Modifier, to request: URLRequest, timeout: TimeInterval,
-                      label: String) async throws(VipsError) -> URLRequest {
+    static func apply(
+        _ modifier: @escaping Modifier, to request: URLRequest, timeout: TimeInterval,
+        label: String
+    ) async throws(VipsError) -> URLRequest {
         let state = LockedState(State())
         @Sendable func settle(_ result: Result<URLRequest, VipsError>) {
-            let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<Result<URLRequest, VipsError>, Never>?, [Task<Void, Never>]) in
+            let (continuation, tasks) = state.withLock {
+                state -> (CheckedContinuation<Result<URLRequest, VipsError>, Never>?, [Task<Void, Never>]) in
                 guard state.result == nil else { return (nil, []) }
                 state.result = result
                 defer { state.continuation = nil; state.tasks = [] }
@@ -54,7 +58,9 @@ enum RequestModification {
                 }
                 let timer = Task {
                     guard (try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1e9))) != nil else { return }
-                    settle(.failure(VipsError(.timedOut, "\(label): the request modifier did not answer within \(timeout) s")))
+                    settle(
+                        .failure(
+                            VipsError(.timedOut, "\(label): the request modifier did not answer within \(timeout) s")))
                 }
                 let settled = state.withLock { state -> Result<URLRequest, VipsError>? in
                     if let result = state.result { return result }
@@ -73,8 +79,10 @@ enum RequestModification {
         }
         let modified = try result.get()
         guard let scheme = modified.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw VipsError(.invalidArgument, "\(label): the request modifier returned a URL that is not http(s): "
-                            + (modified.url.map(URLRedaction.redacted) ?? "none"))
+            throw VipsError(
+                .invalidArgument,
+                "\(label): the request modifier returned a URL that is not http(s): "
+                    + (modified.url.map(URLRedaction.redacted) ?? "none"))
         }
         return modified
     }

@@ -18,12 +18,16 @@ final class SharedLoads: @unchecked Sendable {
 
     /// The result of `operation` for `key`, shared with concurrent callers.
     /// `joined` runs when this caller joins a load already in flight.
-    func load(_ key: String, joined: @Sendable () -> Void,
-              operation: @escaping @Sendable () async throws -> ImageData) async throws -> ImageData {
+    func load(
+        _ key: String, joined: @Sendable () -> Void,
+        operation: @escaping @Sendable () async throws -> ImageData
+    ) async throws -> ImageData {
         let waiter = Waiter()
         let (subscription, started) = perform { effects -> (WorkSubscription, SharedWork<Outcome>?) in
             let existing = loads[key]
-            let unit = existing ?? SharedWork<Outcome>(priority: .normal, retainsValue: false, finishesWithoutSubscribers: false)
+            let unit =
+                existing
+                ?? SharedWork<Outcome>(priority: .normal, retainsValue: false, finishesWithoutSubscribers: false)
             if existing == nil { loads.insert(unit, for: key) }
             let subscription = unit.subscribe(priority: .normal, &effects) { event in
                 // Only the result wakes a caller (progress is the pipeline's business).
@@ -52,7 +56,9 @@ final class SharedLoads: @unchecked Sendable {
 
     /// Runs the load and leaves its result in an `Outcome` for the callers
     /// still waiting; returns the effects that wake them.
-    private func settle(_ unit: SharedWork<Outcome>, _ operation: @Sendable () async throws -> ImageData) async -> Effects {
+    private func settle(
+        _ unit: SharedWork<Outcome>, _ operation: @Sendable () async throws -> ImageData
+    ) async -> Effects {
         guard perform({ _ in unit.begin() }), !Task.isCancelled else { return Effects() }
         let result: Result<ImageData, any Error>
         do {
@@ -110,7 +116,9 @@ private final class Waiter: Sendable {
         if case .some(.some(let continuation)) = continuation { Self.resume(continuation, with: event) }
     }
 
-    private static func resume(_ continuation: CheckedContinuation<Outcome, any Error>, with event: SharedWork<Outcome>.Event) {
+    private static func resume(
+        _ continuation: CheckedContinuation<Outcome, any Error>, with event: SharedWork<Outcome>.Event
+    ) {
         switch event {
         case .value(let outcome): continuation.resume(returning: outcome)
         // A caller that left is told as a Swift task is: `CancellationError`.

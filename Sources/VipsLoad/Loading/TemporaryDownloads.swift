@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The owner of this process's uncached downloads: a private folder per
@@ -144,8 +145,10 @@ public enum TemporaryDownloads {
         for name in names {
             let path = directory + "/" + name
             if name.hasPrefix("download-") {
-                if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
-                   modified.timeIntervalSinceNow < -3600 {
+                if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate]
+                    as? Date,
+                    modified.timeIntervalSinceNow < -3600
+                {
                     unlink(path)
                 }
                 continue
@@ -173,7 +176,8 @@ public enum TemporaryDownloads {
     private static func ownerID(of name: String) -> pid_t? {
         let parts = name.split(separator: "-")
         guard parts.count == 2, parts[1].count == 16, parts[1].allSatisfy(\.isHexDigit),
-              let pid = pid_t(parts[0]), pid > 0 else { return nil }
+            let pid = pid_t(parts[0]), pid > 0
+        else { return nil }
         return pid
     }
 

@@ -37,7 +37,8 @@ public enum URLRedaction {
         while index < scalars.count {
             // "://" after at least one scheme character starts an authority.
             if index + 2 < scalars.count, scalars[index] == ":", scalars[index + 1] == "/", scalars[index + 2] == "/",
-               index > 0, isSchemeCharacter(scalars[index - 1]) {
+                index > 0, isSchemeCharacter(scalars[index - 1])
+            {
                 output.append(contentsOf: scalars[index...index + 2])
                 let start = index + 3
                 var end = start
@@ -88,7 +89,7 @@ enum SHA256 {
         0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
         0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
         0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
     ]
 
     /// The digest of `message` as 64 lowercase hex digits.
@@ -101,19 +102,25 @@ enum SHA256 {
 
     /// The 32-byte digest of `message`.
     static func digest(of message: [UInt8]) -> [UInt8] {
-        var hash: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
+        var hash: [UInt32] = [
+            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
+        ]
         // Padding: a 1 bit, zeros to 56 mod 64 bytes, then the bit length, big-endian.
         var padded = message
         padded.append(0x80)
         while padded.count % 64 != 56 { padded.append(0) }
         let bitLength = UInt64(message.count) &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
 
         var schedule = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: padded.count, by: 64) {
             for t in 0..<16 {
                 let i = block + 4 * t
-                schedule[t] = UInt32(padded[i]) << 24 | UInt32(padded[i + 1]) << 16 | UInt32(padded[i + 2]) << 8 | UInt32(padded[i + 3])
+                schedule[t] =
+                    UInt32(padded[i]) << 24 | UInt32(padded[i + 1]) << 16 | UInt32(padded[i + 2]) << 8
+                    | UInt32(padded[i + 3])
             }
             for t in 16..<64 {
                 let s0 = rotr(schedule[t - 15], 7) ^ rotr(schedule[t - 15], 18) ^ (schedule[t - 15] >> 3)

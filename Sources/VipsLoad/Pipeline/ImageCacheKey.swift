@@ -22,8 +22,10 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// The processors' identifiers in order, "" for none.
     let processing: String
 
-    init(sourceKey: String, version: FileIdentity? = nil, box: (width: Int, height: Int), allowUpscale: Bool,
-         geometry: String = "", processing: String = "") {
+    init(
+        sourceKey: String, version: FileIdentity? = nil, box: (width: Int, height: Int), allowUpscale: Bool,
+        geometry: String = "", processing: String = ""
+    ) {
         self.geometry = geometry
         self.processing = processing
         self.sourceKey = sourceKey
@@ -40,8 +42,9 @@ public struct ImageCacheKey: Sendable, Hashable, CustomStringConvertible {
     /// The key of the decode a processed result is made from: the same
     /// source, box and mode without the processors.
     var withoutProcessing: ImageCacheKey {
-        ImageCacheKey(sourceKey: sourceKey, version: version, box: (width, height), allowUpscale: allowUpscale,
-                      geometry: geometry)
+        ImageCacheKey(
+            sourceKey: sourceKey, version: version, box: (width, height), allowUpscale: allowUpscale,
+            geometry: geometry)
     }
 
     /// Whether the key names a plain fit (no other mode, no processors): the

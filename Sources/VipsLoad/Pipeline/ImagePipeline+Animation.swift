@@ -13,7 +13,9 @@ extension ImagePipeline {
     /// all frames together. `request.mode` must be `.fit` and it must have no processors.
     ///
     /// - Throws: `.invalidArgument` for another mode or processors; the load's and decode's errors.
-    public nonisolated(nonsending) func animatedImage(for request: ImageRequest) async throws(VipsError) -> AnimatedBitmap {
+    public nonisolated(nonsending) func animatedImage(
+        for request: ImageRequest
+    ) async throws(VipsError) -> AnimatedBitmap {
         _ = try request.validated()
         guard case .fit = request.mode, request.processors.isEmpty else {
             throw VipsError(.invalidArgument, "\(request.source): animations are fitted, without processors")
@@ -26,7 +28,8 @@ extension ImagePipeline {
         }
         let decoder = engine.decoder
         let limit = engine.decodeTimeLimit
-        let result = await engine.decodePool.run(priority: request.priority) { () -> Result<AnimatedBitmap, VipsError> in
+        let result = await engine.decodePool.run(priority: request.priority) {
+            () -> Result<AnimatedBitmap, VipsError> in
             Result { () throws(VipsError) -> AnimatedBitmap in
                 try withExtendedLifetime(data) { () throws(VipsError) -> AnimatedBitmap in
                     // Stopped cooperatively at the limit (the caller waits for the thread here).

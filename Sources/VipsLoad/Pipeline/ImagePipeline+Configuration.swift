@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension ImagePipeline {
@@ -101,15 +102,17 @@ extension ImagePipeline {
         /// Concurrencies below 1 are raised to 1.
         ///
         /// - Parameter diskCache: the `dataCache`, when it is a `DiskCache`.
-        public init(decodeConcurrency: Int = SystemResources.current.usableCPUs,
-                    dataLoadingConcurrency: Int = 6,
-                    dataLoader: (any ImageDataLoading)? = nil,
-                    memoryCache: MemoryCache? = MemoryCache(),
-                    diskCache: DiskCache? = nil,
-                    dataCache: (any ImageDataCaching)? = nil,
-                    http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
-                    decodeOptions: DecodeOptions = DecodeOptions(),
-                    resizesFromLargerCachedImages: Bool = true) {
+        public init(
+            decodeConcurrency: Int = SystemResources.current.usableCPUs,
+            dataLoadingConcurrency: Int = 6,
+            dataLoader: (any ImageDataLoading)? = nil,
+            memoryCache: MemoryCache? = MemoryCache(),
+            diskCache: DiskCache? = nil,
+            dataCache: (any ImageDataCaching)? = nil,
+            http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
+            decodeOptions: DecodeOptions = DecodeOptions(),
+            resizesFromLargerCachedImages: Bool = true
+        ) {
             self.decodeConcurrency = max(1, decodeConcurrency)
             self.dataLoadingConcurrency = max(1, dataLoadingConcurrency)
             self.dataLoader = dataLoader
@@ -127,8 +130,10 @@ extension ImagePipeline {
         ///     `DiskCache.defaultDirectory` (`~/.cache/vipsload/images`).
         ///   - sizeLimit: the most bytes the cache keeps. Default 512 MiB.
         /// - Throws: `.io` when the folder cannot be created.
-        public static func withDiskCache(directory: URL = DiskCache.defaultDirectory,
-                                         sizeLimit: Int = 512 * 1024 * 1024) throws(VipsError) -> Configuration {
+        public static func withDiskCache(
+            directory: URL = DiskCache.defaultDirectory,
+            sizeLimit: Int = 512 * 1024 * 1024
+        ) throws(VipsError) -> Configuration {
             Configuration(diskCache: try DiskCache(directory: directory, sizeLimit: sizeLimit))
         }
 

@@ -32,8 +32,10 @@ extension ImagePipeline {
     /// it off, there is no memory cache to trim, or nothing can be watched.
     /// It reaches the pipeline through `target`, which the pipeline sets to
     /// itself once made, and which never keeps it alive.
-    static func makeMemoryPressureMonitor(_ configuration: Configuration,
-                                          target: MemoryPressureTarget) -> MemoryPressureMonitor? {
+    static func makeMemoryPressureMonitor(
+        _ configuration: Configuration,
+        target: MemoryPressureTarget
+    ) -> MemoryPressureMonitor? {
         guard configuration.monitorsMemoryPressure, configuration.memoryCache != nil else { return nil }
         return MemoryPressureMonitor.start { level in target.pipeline?.handleMemoryPressure(level) }
     }

@@ -27,9 +27,11 @@ extension ImagePipeline {
     ///
     /// - Throws: `.invalidArgument` for format settings out of range; the
     ///   load's, decode's or processors' errors; `.encodeFailed`.
-    public nonisolated(nonsending) func encodedImage(for request: ImageRequest, as format: OutputFormat,
-                                                     keepingMetadata: Bool = false,
-                                                     background: Colour = .white) async throws(VipsError) -> EncodedImage {
+    public nonisolated(nonsending) func encodedImage(
+        for request: ImageRequest, as format: OutputFormat,
+        keepingMetadata: Bool = false,
+        background: Colour = .white
+    ) async throws(VipsError) -> EncodedImage {
         try format.validate()
         var request = request
         if keepingMetadata { request.options.insert(.keepMetadata) }

@@ -40,8 +40,10 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     public var imageID: String?
 
     /// A request for `source`; every parameter but the source has its documented default.
-    public init(source: ImageSource, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
-                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
+    public init(
+        source: ImageSource, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+        priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []
+    ) {
         self.source = source
         self.size = size
         self.mode = mode
@@ -52,18 +54,24 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A request for the image file at `path`.
-    public init(path: String, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
-                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
-        self.init(source: .file(path), size: size, mode: mode, scale: scale, priority: priority, options: options,
-                  processors: processors)
+    public init(
+        path: String, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+        priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []
+    ) {
+        self.init(
+            source: .file(path), size: size, mode: mode, scale: scale, priority: priority, options: options,
+            processors: processors)
     }
 
     /// A request for the image at `url`: `http(s)://` is downloaded (through
     /// the disk cache when one is configured), `file://` is read from disk.
-    public init(url: URL, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
-                priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []) {
-        self.init(source: .url(url), size: size, mode: mode, scale: scale, priority: priority, options: options,
-                  processors: processors)
+    public init(
+        url: URL, size: TargetSize = .original, mode: ResizeMode = .fit, scale: Double = 1,
+        priority: Priority = .normal, options: Options = [], processors: [any ImageProcessing] = []
+    ) {
+        self.init(
+            source: .url(url), size: size, mode: mode, scale: scale, priority: priority, options: options,
+            processors: processors)
     }
 
     /// The order in which waiting work is started: higher first, first come
@@ -121,8 +129,10 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
 
         /// The switches that change how the data is loaded: requests that
         /// differ in them never share a load or a decode.
-        static let loadingVariant: Options = [.reloadIgnoringCachedData, .returnCacheDataDontLoad,
-                                              .disableDataCacheReads, .disableDataCacheWrites]
+        static let loadingVariant: Options = [
+            .reloadIgnoringCachedData, .returnCacheDataDontLoad,
+            .disableDataCacheReads, .disableDataCacheWrites
+        ]
     }
 
     /// The identity of the pixels this request produces: source, pixel box,
@@ -130,8 +140,9 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// options and the scale tag are not part of it. (Without the file's
     /// version: the pipeline adds it when it serves the request.)
     public var cacheKey: ImageCacheKey {
-        ImageCacheKey(sourceKey: imageID ?? source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
-                      allowUpscale: options.contains(.allowUpscale), geometry: geometryKey, processing: processingKey)
+        ImageCacheKey(
+            sourceKey: imageID ?? source.key, box: size.pixelBox(scale: scale) ?? (0, 0),
+            allowUpscale: options.contains(.allowUpscale), geometry: geometryKey, processing: processingKey)
     }
 
     /// The mode's part of the cache key ("" for fit, which every older key means).
@@ -174,9 +185,13 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// decode can produce.
     func validated() throws(VipsError) -> ValidatedRequest {
         if options.contains(.returnCacheDataDontLoad),
-           !options.isDisjoint(with: [.reloadIgnoringCachedData, .disableDataCacheReads]) {
-            throw VipsError(.invalidArgument, "\(source): returnCacheDataDontLoad contradicts "
-                            + (options.contains(.reloadIgnoringCachedData) ? "reloadIgnoringCachedData" : "disableDataCacheReads"))
+            !options.isDisjoint(with: [.reloadIgnoringCachedData, .disableDataCacheReads])
+        {
+            throw VipsError(
+                .invalidArgument,
+                "\(source): returnCacheDataDontLoad contradicts "
+                    + (options.contains(.reloadIgnoringCachedData)
+                        ? "reloadIgnoringCachedData" : "disableDataCacheReads"))
         }
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
@@ -188,9 +203,10 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
             throw VipsError(.invalidArgument, "\(source): \(error.message)")
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
-        let key = ImageCacheKey(sourceKey: imageID ?? source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
-                                box: box, allowUpscale: options.contains(.allowUpscale),
-                                geometry: geometryKey, processing: processingKey)
+        let key = ImageCacheKey(
+            sourceKey: imageID ?? source.key, version: source.filePath.flatMap(FileIdentity.current(of:)),
+            box: box, allowUpscale: options.contains(.allowUpscale),
+            geometry: geometryKey, processing: processingKey)
         return ValidatedRequest(request: self, key: key)
     }
 }

@@ -8,15 +8,18 @@ struct ValidatedRequest: Sendable {
     var scale: Double { request.scale }
     /// What one data load of this request reads: the source at its version.
     var sourceKey: String { key.versionedSourceKey }
-    var readsMemoryCache: Bool { request.options.isDisjoint(with: [.disableMemoryCacheReads, .reloadIgnoringCachedData]) }
+    var readsMemoryCache: Bool {
+        request.options.isDisjoint(with: [.disableMemoryCacheReads, .reloadIgnoringCachedData])
+    }
     var writesMemoryCache: Bool { !request.options.contains(.disableMemoryCacheWrites) }
     /// How the data unit uses the data cache.
     var dataPolicy: DataPolicy {
         let options = request.options
-        return DataPolicy(reads: options.isDisjoint(with: [.disableDataCacheReads, .reloadIgnoringCachedData]),
-                          writes: !options.contains(.disableDataCacheWrites),
-                          cacheOnly: options.contains(.returnCacheDataDontLoad),
-                          key: URLRedaction.storageKey(key.sourceKey), headers: request.httpHeaders)
+        return DataPolicy(
+            reads: options.isDisjoint(with: [.disableDataCacheReads, .reloadIgnoringCachedData]),
+            writes: !options.contains(.disableDataCacheWrites),
+            cacheOnly: options.contains(.returnCacheDataDontLoad),
+            key: URLRedaction.storageKey(key.sourceKey), headers: request.httpHeaders)
     }
     /// The loading switches that keep this request's work apart (0 for none).
     var variant: Int { request.options.intersection(.loadingVariant).rawValue }

@@ -52,8 +52,10 @@ public final class ImagePrefetcher: Sendable {
     private let state = LockedState(State())
 
     /// A prefetcher for `pipeline`. Default: the memory cache, 2 at a time.
-    public init(pipeline: ImagePipeline = .shared, destination: Destination = .memoryCache,
-                maxConcurrentRequestCount: Int = 2) {
+    public init(
+        pipeline: ImagePipeline = .shared, destination: Destination = .memoryCache,
+        maxConcurrentRequestCount: Int = 2
+    ) {
         self.pipeline = pipeline
         self.destination = destination
         self.maxConcurrentRequestCount = max(1, maxConcurrentRequestCount)
@@ -171,7 +173,8 @@ public final class ImagePrefetcher: Sendable {
             task.onCompletion { [weak self] _ in self?.finished(key, id) }
         case .diskCache:
             guard pipeline.engine.dataCache != nil, !request.source.isLocal,
-                  let validated = try? request.validated() else {
+                let validated = try? request.validated()
+            else {
                 finished(key, id)
                 return
             }

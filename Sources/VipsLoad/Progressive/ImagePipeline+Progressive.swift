@@ -15,7 +15,8 @@ extension ImagePipeline {
     ///
     /// - Throws: `VipsError`: the last step's failure, `.invalidArgument` for an empty ladder.
     public func progressiveImages(for ladder: [ImageRequest]) -> ProgressiveImages {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProgressiveImage.self, throwing: (any Error).self)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: ProgressiveImage.self, throwing: (any Error).self)
         let load = ProgressiveLoad(ladder: ladder, continuation: continuation)
         let sequence = ProgressiveImages(stream: stream, lifetime: Lifetime { load.terminate() })
         guard !ladder.isEmpty else {

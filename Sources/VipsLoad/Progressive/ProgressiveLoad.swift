@@ -47,7 +47,8 @@ final class ProgressiveLoad: Sendable {
             switch result {
             case .success(let bitmap):
                 state.delivered = step
-                state.outbox.append(.step(ProgressiveImage(bitmap: bitmap, step: step, request: ladder[step], isFinal: step == last)))
+                state.outbox.append(
+                    .step(ProgressiveImage(bitmap: bitmap, step: step, request: ladder[step], isFinal: step == last)))
                 if step == last {
                     state.isFinished = true
                     state.outbox.append(.finish(nil))

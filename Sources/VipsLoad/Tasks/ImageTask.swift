@@ -49,7 +49,8 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
 
     /// A task that has already completed (a memory-cache hit, or a request
     /// that failed validation).
-    convenience init(request: ImageRequest, completedWith outcome: Result<Bitmap, VipsError>, cacheHit: CacheHit? = nil) {
+    convenience init(request: ImageRequest, completedWith outcome: Result<Bitmap, VipsError>, cacheHit: CacheHit? = nil)
+    {
         self.init(request: request, engine: nil)
         shared.withLock {
             $0.outcome = outcome
@@ -175,8 +176,10 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         if let outcome { body(outcome) }
     }
 
-    private typealias Taken = (waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void],
-                               streams: [AsyncStream<Event>.Continuation], cacheHit: CacheHit?)
+    private typealias Taken = (
+        waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void],
+        streams: [AsyncStream<Event>.Continuation], cacheHit: CacheHit?
+    )
 
     /// Records the outcome once and takes whoever waits for it. A result
     /// decoded from data-cache bytes is a disk hit.

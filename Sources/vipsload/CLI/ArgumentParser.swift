@@ -31,7 +31,9 @@ struct ArgumentParser {
         func int(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
             guard let text = values[name] else { return defaultValue }
             guard let value = Int(text), range.contains(value) else {
-                throw UsageError(description: "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+                throw UsageError(
+                    description:
+                        "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
             }
             return value
         }
@@ -40,7 +42,8 @@ struct ArgumentParser {
         func choice(_ name: String, _ choices: [String], default defaultValue: String) throws(UsageError) -> String {
             guard let text = values[name] else { return defaultValue }
             guard choices.contains(text) else {
-                throw UsageError(description: "--\(name) takes one of \(choices.joined(separator: ", ")), not '\(text)'")
+                throw UsageError(
+                    description: "--\(name) takes one of \(choices.joined(separator: ", ")), not '\(text)'")
             }
             return text
         }
@@ -101,8 +104,10 @@ struct ArgumentParser {
     }
 
     /// `-x VALUE`, `-xVALUE` or a cluster of flags (`-qv`); returns the next index.
-    private func parseShort(_ argument: String, _ arguments: [String], _ start: Int,
-                            into parsed: inout Parsed) throws(UsageError) -> Int {
+    private func parseShort(
+        _ argument: String, _ arguments: [String], _ start: Int,
+        into parsed: inout Parsed
+    ) throws(UsageError) -> Int {
         var index = start
         var letters = Substring(argument.dropFirst())
         while let letter = letters.first {
@@ -112,7 +117,9 @@ struct ArgumentParser {
                 if !letters.isEmpty {
                     parsed.set(name, String(letters.hasPrefix("=") ? letters.dropFirst() : letters))
                 } else {
-                    guard index < arguments.count else { throw UsageError(description: "-\(letter) (--\(name)) needs a value") }
+                    guard index < arguments.count else {
+                        throw UsageError(description: "-\(letter) (--\(name)) needs a value")
+                    }
                     parsed.set(name, arguments[index])
                     index += 1
                 }

@@ -50,8 +50,10 @@ struct InputCollector {
         let fileManager = FileManager.default
         for argument in arguments {
             if argument == "-" {
-                items.append(Item(input: "-", location: .standardInput, key: "-", stem: "stdin", sourceExtension: "",
-                                  subfolder: "", parentFolders: ""))
+                items.append(
+                    Item(
+                        input: "-", location: .standardInput, key: "-", stem: "stdin", sourceExtension: "",
+                        subfolder: "", parentFolders: ""))
                 continue
             }
             if recognisingURLs, let item = urlItem(argument) {
@@ -59,7 +61,9 @@ struct InputCollector {
                 continue
             }
             var path = argument
-            if recognisingURLs, argument.lowercased().hasPrefix("file://"), let url = URL(string: argument), url.isFileURL {
+            if recognisingURLs, argument.lowercased().hasPrefix("file://"), let url = URL(string: argument),
+                url.isFileURL
+            {
                 path = url.path
             }
             var isDirectory: ObjCBool = false
@@ -70,15 +74,19 @@ struct InputCollector {
                 for relative in filesBelow(root, skipping: skipped) {
                     let found = root.appendingPathComponent(relative).path
                     let key = named == "/" ? "/" + relative : named + "/" + relative
-                    items.append(Item(input: found, location: .file(found), key: key, stem: stem(of: relative),
-                                      sourceExtension: (relative as NSString).pathExtension,
-                                      subfolder: (relative as NSString).deletingLastPathComponent,
-                                      parentFolders: (key as NSString).deletingLastPathComponent))
+                    items.append(
+                        Item(
+                            input: found, location: .file(found), key: key, stem: stem(of: relative),
+                            sourceExtension: (relative as NSString).pathExtension,
+                            subfolder: (relative as NSString).deletingLastPathComponent,
+                            parentFolders: (key as NSString).deletingLastPathComponent))
                 }
             } else {
-                items.append(Item(input: argument, location: .file(path), key: path, stem: stem(of: path),
-                                  sourceExtension: (path as NSString).pathExtension, subfolder: "",
-                                  parentFolders: (path as NSString).deletingLastPathComponent))
+                items.append(
+                    Item(
+                        input: argument, location: .file(path), key: path, stem: stem(of: path),
+                        sourceExtension: (path as NSString).pathExtension, subfolder: "",
+                        parentFolders: (path as NSString).deletingLastPathComponent))
             }
         }
         return items
@@ -96,17 +104,19 @@ struct InputCollector {
         let lowered = argument.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else { return nil }
         guard let url = URL(string: argument), let host = url.host, !host.isEmpty else {
-            return Item(input: argument, location: .invalidURL, key: argument, stem: "image", sourceExtension: "",
-                        subfolder: "", parentFolders: "")
+            return Item(
+                input: argument, location: .invalidURL, key: argument, stem: "image", sourceExtension: "",
+                subfolder: "", parentFolders: "")
         }
         var name = url.lastPathComponent
         var directory = url.deletingLastPathComponent().path
         if name.isEmpty || name == "/" { name = host; directory = "" }
         let stem = (name as NSString).deletingPathExtension
         let parents = directory.split(separator: "/").map(String.init).filter { !$0.isEmpty }
-        return Item(input: argument, location: .url(url), key: argument, stem: stem.isEmpty ? name : stem,
-                    sourceExtension: (name as NSString).pathExtension, subfolder: "",
-                    parentFolders: ([host] + parents).joined(separator: "/"))
+        return Item(
+            input: argument, location: .url(url), key: argument, stem: stem.isEmpty ? name : stem,
+            sourceExtension: (name as NSString).pathExtension, subfolder: "",
+            parentFolders: ([host] + parents).joined(separator: "/"))
     }
 
     /// The inputs listed in `source` (a file, or `-` for standard input): one
@@ -133,13 +143,16 @@ struct InputCollector {
     /// A folder argument that is itself a symlink is walked at its target.
     private static func filesBelow(_ named: URL, skipping skipped: String?) -> [String] {
         let root = named.resolvingSymlinksInPath()
-        guard let enumerator = FileManager.default.enumerator(
-            at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey],
-            options: [.skipsHiddenFiles]) else { return [] }
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey],
+                options: [.skipsHiddenFiles])
+        else { return [] }
         var found: [String] = []
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
-            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey]) else { continue }
+            guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey])
+            else { continue }
             if kind.isDirectory == true, kind.isSymbolicLink != true {
                 if let skipped, url.standardizedFileURL.path == skipped { enumerator.skipDescendants() }
                 continue

@@ -54,7 +54,9 @@ struct OutputNamer: Sendable {
             case "h": part = .hash
             case let other:
                 throw ArgumentParser.UsageError(
-                    description: "--name: unknown placeholder '%\(other.map(String.init) ?? "")' (use %s, %e, %d, %p, %P, %h or %%)")
+                    description:
+                        "--name: unknown placeholder '%\(other.map(String.init) ?? "")' (use %s, %e, %d, %p, %P, %h or %%)"
+                )
             }
             if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
             parts.append(part)
@@ -123,10 +125,11 @@ struct OutputNamer: Sendable {
     /// One safe path component: printable, no separators, not "." or "..",
     /// no leading dot (no hidden files), at most 200 bytes.
     static func sanitise(_ component: String) -> String {
-        var cleaned = String(component.unicodeScalars.map { scalar -> Character in
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
-            return Character(scalar)
-        })
+        var cleaned = String(
+            component.unicodeScalars.map { scalar -> Character in
+                if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
+                return Character(scalar)
+            })
         if cleaned == "." || cleaned == ".." {
             cleaned = "_"
         } else if cleaned.hasPrefix(".") {

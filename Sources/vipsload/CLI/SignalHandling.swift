@@ -40,8 +40,10 @@ enum SignalHandling {
     /// Runs `command` on `arguments` as a cancellable task with SIGINT and
     /// SIGTERM handled as described above; returns its exit status when no
     /// signal came.
-    static func run(_ command: sending @escaping ([String]) async throws(ArgumentParser.UsageError) -> Int32,
-                    _ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
+    static func run(
+        _ command: sending @escaping ([String]) async throws(ArgumentParser.UsageError) -> Int32,
+        _ arguments: [String]
+    ) async throws(ArgumentParser.UsageError) -> Int32 {
         install()
         let task = Task { () async -> Result<Int32, ArgumentParser.UsageError> in
             do throws(ArgumentParser.UsageError) {

@@ -6,7 +6,8 @@ extension VipsError {
     /// library users, since every CLI line already names its input.
     func message(about input: String) -> String {
         // The library names a URL without its credentials.
-        for subject in [input + ": ", URLRedaction.redacted(input) + ": "] where message.hasPrefix(subject) && message.count > subject.count {
+        for subject in [input + ": ", URLRedaction.redacted(input) + ": "]
+        where message.hasPrefix(subject) && message.count > subject.count {
             return String(message.dropFirst(subject.count))
         }
         return message

@@ -40,7 +40,9 @@ enum BenchCommand {
         """
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
-        let parser = ArgumentParser(valueOptions: ["size", "concurrency", "repeat", "scenario", "soak-requests"], flagOptions: ["compare", "json"])
+        let parser = ArgumentParser(
+            valueOptions: ["size", "concurrency", "repeat", "scenario", "soak-requests"],
+            flagOptions: ["compare", "json"])
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         guard parsed.positional.count <= 1 else { throw ArgumentParser.UsageError(description: "at most one DIR") }
@@ -65,7 +67,8 @@ enum BenchCommand {
         let classes: [CorpusClass]
         if let folder = parsed.positional.first {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 Terminal.err("vipsload bench: \(folder) is not a folder")
                 return 1
             }
@@ -75,7 +78,9 @@ enum BenchCommand {
             // never count in this process's peak RSS; in-process if that fails.
             generateCorpusInChildProcess()
             do {
-                classes = try BenchmarkSuite.defaultClasses { done, total in Terminal.progress("corpus: generated \(done)/\(total)") }
+                classes = try BenchmarkSuite.defaultClasses { done, total in
+                    Terminal.progress("corpus: generated \(done)/\(total)")
+                }
             } catch {
                 Terminal.endProgress()
                 Terminal.err("vipsload bench: cannot prepare the corpus: \(error)")
@@ -88,8 +93,10 @@ enum BenchCommand {
         }
         if !json {
             let summary = classes.map { "\($0.name) \($0.files.count)" }.joined(separator: ", ")
-            Terminal.out("vipsload bench: \(summary); size \(settings.size), concurrency \(settings.concurrency), "
-                         + "CPUs usable \(SystemResources.current.usableCPUs) of \(SystemResources.current.onlineCPUs), libvips \(VipsRuntime.libraryVersion)")
+            Terminal.out(
+                "vipsload bench: \(summary); size \(settings.size), concurrency \(settings.concurrency), "
+                    + "CPUs usable \(SystemResources.current.usableCPUs) of \(SystemResources.current.onlineCPUs), libvips \(VipsRuntime.libraryVersion)"
+            )
         }
         await BenchmarkSuite.run(classes, settings: settings, progress: { Terminal.progress($0) }) { report in
             Terminal.endProgress()

@@ -17,8 +17,11 @@ enum CorpusCommand {
     static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
         let parsed = try ArgumentParser(valueOptions: ["out"], flagOptions: []).parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
-        guard parsed.positional.isEmpty else { throw ArgumentParser.UsageError(description: "unexpected argument '\(parsed.positional[0])'") }
-        let corpus = BenchmarkCorpus(folder: parsed.value("out").map { URL(fileURLWithPath: $0) } ?? BenchmarkCorpus.defaultFolder)
+        guard parsed.positional.isEmpty else {
+            throw ArgumentParser.UsageError(description: "unexpected argument '\(parsed.positional[0])'")
+        }
+        let corpus = BenchmarkCorpus(
+            folder: parsed.value("out").map { URL(fileURLWithPath: $0) } ?? BenchmarkCorpus.defaultFolder)
         do {
             _ = try corpus.prepare { done, total in Terminal.progress("corpus: generated \(done)/\(total)") }
             Terminal.endProgress()

@@ -17,14 +17,18 @@ enum DecoderFlags {
     static func options(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> DecodeOptions {
         var options = DecodeOptions()
         options.strict = parsed.flag("strict")
-        options.limits.maxPixelCount = try parsed.int("max-pixels", default: options.limits.maxPixelCount, in: 1...Int(Int32.max))
+        options.limits.maxPixelCount = try parsed.int(
+            "max-pixels", default: options.limits.maxPixelCount, in: 1...Int(Int32.max))
         if let list = parsed.value("allow") {
             let known = Set(optional + ImageFormat.defaultAllowed)
-            for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !name.isEmpty {
+            for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() })
+            where !name.isEmpty {
                 let format = ImageFormat(rawValue: name)
                 guard known.contains(format) else {
                     throw ArgumentParser.UsageError(
-                        description: "--allow: unknown format '\(name)' (choose from \(optional.map(\.rawValue).joined(separator: ", ")))")
+                        description:
+                            "--allow: unknown format '\(name)' (choose from \(optional.map(\.rawValue).joined(separator: ", ")))"
+                    )
                 }
                 options.allowedFormats.insert(format)
             }

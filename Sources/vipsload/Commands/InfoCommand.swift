@@ -25,7 +25,9 @@ enum InfoCommand {
         """
 
     static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
-        let parser = ArgumentParser(valueOptions: DecoderFlags.valueOptions.union(IsolationFlags.valueOptions), flagOptions: DecoderFlags.flagOptions.union(["json", "system"]))
+        let parser = ArgumentParser(
+            valueOptions: DecoderFlags.valueOptions.union(IsolationFlags.valueOptions),
+            flagOptions: DecoderFlags.flagOptions.union(["json", "system"]))
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         if parsed.flag("system") {
@@ -36,9 +38,12 @@ enum InfoCommand {
         let decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
         let isolation = try IsolationFlags.settings(parsed)
         // One worker: `info` reads its inputs one after another.
-        let workers = isolation.scope == .none ? nil : WorkerPool(
-            capacity: 1, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
-            workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
+        let workers =
+            isolation.scope == .none
+            ? nil
+            : WorkerPool(
+                capacity: 1, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
+                workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
         defer { workers?.shutdown() }
         let json = parsed.flag("json")
         var failed = false
@@ -58,11 +63,17 @@ enum InfoCommand {
             } catch {
                 failed = true
                 if json {
-                    Terminal.out(Terminal.jsonObject([
-                        ("input", JSONText.string(item.input)), ("status", JSONText.string("failed")),
-                        ("error", Terminal.jsonObject([("kind", JSONText.string(error.kind.rawValue)),
-                                                       ("message", JSONText.string(error.message(about: item.input)))])),
-                    ]))
+                    Terminal.out(
+                        Terminal.jsonObject([
+                            ("input", JSONText.string(item.input)), ("status", JSONText.string("failed")),
+                            (
+                                "error",
+                                Terminal.jsonObject([
+                                    ("kind", JSONText.string(error.kind.rawValue)),
+                                    ("message", JSONText.string(error.message(about: item.input)))
+                                ])
+                            )
+                        ]))
                 }
                 // As `thumb` does: every error on stderr, naming its input once.
                 Terminal.err("vipsload info: \(item.input): \(error.kind): \(error.message(about: item.input))")
@@ -97,12 +108,14 @@ enum InfoCommand {
             ("bands", String(info.bands)),
             ("hasAlpha", String(info.hasAlpha)),
             ("orientation", String(info.orientation)),
-            ("pages", String(info.pages)),
+            ("pages", String(info.pages))
         ]
         if let timing {
-            fields += [("frames", String(timing.delays.count)),
-                       ("delays", "[" + timing.delays.map(String.init).joined(separator: ",") + "]"),
-                       ("loop", String(timing.loopCount))]
+            fields += [
+                ("frames", String(timing.delays.count)),
+                ("delays", "[" + timing.delays.map(String.init).joined(separator: ",") + "]"),
+                ("loop", String(timing.loopCount))
+            ]
         }
         return Terminal.jsonObject(fields)
     }

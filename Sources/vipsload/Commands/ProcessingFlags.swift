@@ -39,7 +39,8 @@ enum ProcessingFlags {
         var fingerprint: String {
             let encoding: String
             switch format {
-            case .jpeg(let quality, let progressive, let chroma): encoding = "jpeg q\(quality) p\(progressive) c\(chroma.rawValue)"
+            case .jpeg(let quality, let progressive, let chroma):
+                encoding = "jpeg q\(quality) p\(progressive) c\(chroma.rawValue)"
             case .png(let compression, let palette): encoding = "png z\(compression) p\(palette)"
             case .webp(let quality, let lossless, let effort): encoding = "webp q\(quality) l\(lossless) e\(effort)"
             case .avif(let quality, let effort): encoding = "avif q\(quality) e\(effort)"
@@ -55,13 +56,17 @@ enum ProcessingFlags {
         let quality = try parsed.int("quality", default: 80, in: 1...100)
         let background: Colour
         do throws(VipsError) {
-            background = try parsed.value("background").map { text throws(VipsError) in try Colour(parsing: text) } ?? .white
+            background =
+                try parsed.value("background").map { text throws(VipsError) in try Colour(parsing: text) } ?? .white
         } catch {
             throw ArgumentParser.UsageError(description: "--background: \(error.message)")
         }
         let gravityName = parsed.value("gravity") ?? "centre"
         guard let gravity = Gravity(name: gravityName) else {
-            throw ArgumentParser.UsageError(description: "--gravity: unknown gravity '\(gravityName)' (choose from \(Gravity.allCases.map(\.description).joined(separator: ", ")))")
+            throw ArgumentParser.UsageError(
+                description:
+                    "--gravity: unknown gravity '\(gravityName)' (choose from \(Gravity.allCases.map(\.description).joined(separator: ", ")))"
+            )
         }
         let mode: ResizeMode
         switch try parsed.choice("fit", ["inside", "cover", "contain", "fill"], default: "inside") {
@@ -87,16 +92,19 @@ enum ProcessingFlags {
         if animated {
             switch (format, mode) {
             case (.gif, .fit), (.webp, .fit): break
-            default: throw ArgumentParser.UsageError(description: "--animated needs --format gif or webp and --fit inside")
+            default:
+                throw ArgumentParser.UsageError(description: "--animated needs --format gif or webp and --fit inside")
             }
         }
-        return Settings(size: size, mode: mode, format: format, background: background,
-                        keepMetadata: parsed.flag("keep-metadata"), animated: animated)
+        return Settings(
+            size: size, mode: mode, format: format, background: background,
+            keepMetadata: parsed.flag("keep-metadata"), animated: animated)
     }
 
     /// "WxH", "Wx", "xH" or "N" (N×N), each side 1–65500.
     static func size(_ text: String) throws(ArgumentParser.UsageError) -> TargetSize {
-        let problem = ArgumentParser.UsageError(description: "--size takes WxH, Wx, xH or N with sides from 1 to 65500, not '\(text)'")
+        let problem = ArgumentParser.UsageError(
+            description: "--size takes WxH, Wx, xH or N with sides from 1 to 65500, not '\(text)'")
         func side(_ part: Substring) throws(ArgumentParser.UsageError) -> Int {
             guard let value = Int(part), (1...65_500).contains(value) else { throw problem }
             return value

@@ -15,7 +15,10 @@ enum SystemReport {
             func optional(_ value: String?) -> String { value.map(JSONText.string) ?? "null" }
             return Terminal.jsonObject([
                 ("usableCPUs", String(resources.usableCPUs)),
-                ("affinityCPUs", resources.affinityCPUs.map { "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "null"),
+                (
+                    "affinityCPUs",
+                    resources.affinityCPUs.map { "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "null"
+                ),
                 ("onlineCPUs", String(resources.onlineCPUs)),
                 ("cpuQuota", resources.cpuQuota.map { String(format: "%.3f", $0) } ?? "null"),
                 ("cpuQuotaFile", optional(resources.cpuQuotaFile)),
@@ -30,12 +33,14 @@ enum SystemReport {
                 ("decodeConcurrency", String(configuration.decodeConcurrency)),
                 ("memoryCacheLimit", String(cacheLimit)),
                 ("memoryPressureMonitor", JSONText.string(pressure)),
-                ("notes", "[" + resources.notes.map(JSONText.string).joined(separator: ", ") + "]"),
+                ("notes", "[" + resources.notes.map(JSONText.string).joined(separator: ", ") + "]")
             ])
         }
         return resources.description + "\n"
             + "defaults: decode concurrency \(configuration.decodeConcurrency) (thumb --jobs, bench --concurrency: the same), "
-            + String(format: "memory cache %.0f MiB (20%% of the memory limit, at most 512 MiB)\n", Double(cacheLimit) / 1_048_576)
+            + String(
+                format: "memory cache %.0f MiB (20%% of the memory limit, at most 512 MiB)\n",
+                Double(cacheLimit) / 1_048_576)
             + "memory pressure monitor: \(pressure)"
     }
 

@@ -74,7 +74,7 @@ enum ThumbCommand {
 
     static let shortOptions: [Character: String] = [
         "s": "size", "o": "out", "f": "format", "Q": "quality", "n": "name", "j": "jobs", "i": "input-list",
-        "c": "cache-dir", "r": "retries", "H": "header", "F": "force", "q": "quiet", "v": "verbose",
+        "c": "cache-dir", "r": "retries", "H": "header", "F": "force", "q": "quiet", "v": "verbose"
     ]
 
     /// What every job needs to make and write its thumbnail.
@@ -101,9 +101,13 @@ enum ThumbCommand {
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(IsolationFlags.valueOptions)
-                .union(["out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count",
-                        "header"]),
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(
+                IsolationFlags.valueOptions
+            )
+            .union([
+                "out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count",
+                "header"
+            ]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
                 .union(["force", "json", "progress", "quiet", "verbose"]),
             shortOptions: shortOptions)
@@ -130,7 +134,8 @@ enum ThumbCommand {
         if toStandardOutput, parsed.flag("json") {
             throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
         }
-        let namer = try OutputNamer(template: parsed.value("name") ?? OutputNamer.defaultTemplate, fileExtension: format.fileExtension)
+        let namer = try OutputNamer(
+            template: parsed.value("name") ?? OutputNamer.defaultTemplate, fileExtension: format.fileExtension)
         var shard = Shard.all
         if let text = parsed.value("shard") {
             if parsed.value("shard-count") != nil {
@@ -144,18 +149,21 @@ enum ThumbCommand {
             shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment, shardCount: count) ?? .all
         }
 
-        let fingerprint = "\(processing.fingerprint) strict=\(decodeOptions.strict ? 1 : 0) "
+        let fingerprint =
+            "\(processing.fingerprint) strict=\(decodeOptions.strict ? 1 : 0) "
             + "max-pixels=\(decodeOptions.limits.maxPixelCount) "
             + "allow=\(decodeOptions.allowedFormats.map(\.rawValue).sorted().joined(separator: ","))"
-        let settings = Settings(processing: processing,
-                                outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
-                                jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
+        let settings = Settings(
+            processing: processing,
+            outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
+            jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
 
         // The inputs, once each (the same input named twice is processed once).
         var inputs = parsed.positional
         if let list = parsed.value("input-list") {
             if list == "-", inputs.contains("-") {
-                throw ArgumentParser.UsageError(description: "standard input cannot be both the input list and an image ('-')")
+                throw ArgumentParser.UsageError(
+                    description: "standard input cannot be both the input list and an image ('-')")
             }
             do throws(VipsError) {
                 inputs += try InputCollector.readList(list)
@@ -167,23 +175,36 @@ enum ThumbCommand {
         var seen: Set<String> = []
         let items = InputCollector.collect(inputs, recognisingURLs: true, skipping: settings.outputFolder)
             .filter { seen.insert($0.key).inserted }
-        if items.contains(where: { if case .standardInput = $0.location { return true } else { return false } }), items.count > 1 {
-            throw ArgumentParser.UsageError(description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
+        if items.contains(where: { if case .standardInput = $0.location { return true } else { return false } }),
+            items.count > 1
+        {
+            throw ArgumentParser.UsageError(
+                description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
         }
         if toStandardOutput, items.count != 1 {
-            throw ArgumentParser.UsageError(description: "--out - writes the thumbnail of a single input to standard output; \(items.count) inputs given")
+            throw ArgumentParser.UsageError(
+                description:
+                    "--out - writes the thumbnail of a single input to standard output; \(items.count) inputs given")
         }
 
         // Clashes are found over every input, whatever the shard, so all shards agree.
-        let clashes = namer.clashes(items.filter { if case .invalidURL = $0.location { return false } else { return true } })
-        let clashing = Dictionary(clashes.flatMap { clash in clash.items.map { ($0.key, clash) } }, uniquingKeysWith: { first, _ in first })
-        let selected = items.filter { if case .standardInput = $0.location { return true } else { return shard.contains($0.key) } }
+        let clashes = namer.clashes(
+            items.filter { if case .invalidURL = $0.location { return false } else { return true } })
+        let clashing = Dictionary(
+            clashes.flatMap { clash in clash.items.map { ($0.key, clash) } }, uniquingKeysWith: { first, _ in first })
+        let selected = items.filter {
+            if case .standardInput = $0.location { return true } else { return shard.contains($0.key) }
+        }
         if parsed.flag("verbose"), shard.count > 1 {
-            Terminal.err("vipsload thumb: shard \(shard) (from \(shard.origin)): \(selected.count) of \(items.count) inputs")
+            Terminal.err(
+                "vipsload thumb: shard \(shard) (from \(shard.origin)): \(selected.count) of \(items.count) inputs")
         }
 
-        let reporter = ThumbReporter(total: selected.count, options: ThumbReporter.Options(
-            json: parsed.flag("json"), quiet: parsed.flag("quiet"), verbose: parsed.flag("verbose"), progress: parsed.flag("progress")))
+        let reporter = ThumbReporter(
+            total: selected.count,
+            options: ThumbReporter.Options(
+                json: parsed.flag("json"), quiet: parsed.flag("quiet"), verbose: parsed.flag("verbose"),
+                progress: parsed.flag("progress")))
         let writer: OutputWriter?
         let journal: ThumbJournal?
         if let folder = settings.outputFolder {
@@ -199,18 +220,25 @@ enum ThumbCommand {
             journal = nil
         }
 
-        let runJobs = plan(selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
-                           force: parsed.flag("force"), reporter: reporter)
+        let runJobs = plan(
+            selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
+            force: parsed.flag("force"), reporter: reporter)
 
-        let pipeline = makePipeline(settings, retries: retries, headers: headers, timeoutSeconds: isolation.timeoutSeconds,
-                                    cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
-        var engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) { source in
-            ImageRequest(source: source, size: processing.size, mode: processing.mode,
-                         options: processing.keepMetadata ? [.keepMetadata] : [])
+        let pipeline = makePipeline(
+            settings, retries: retries, headers: headers, timeoutSeconds: isolation.timeoutSeconds,
+            cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
+        var engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) {
+            source in
+            ImageRequest(
+                source: source, size: processing.size, mode: processing.mode,
+                options: processing.keepMetadata ? [.keepMetadata] : [])
         }
-        let workers = isolation.scope == .none ? nil : WorkerPool(
-            capacity: settings.jobs, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
-            workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
+        let workers =
+            isolation.scope == .none
+            ? nil
+            : WorkerPool(
+                capacity: settings.jobs, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
+                workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
         defer { workers?.shutdown() }
         if let workers {
             engine.isolation = ThumbEngine.Isolation(workers: workers) { isolation.isolates($0) }
@@ -223,8 +251,10 @@ enum ThumbCommand {
                 switch try result.get() {
                 case .still(let bitmap):
                     (width, height) = (bitmap.width, bitmap.height)
-                    data = try ImageEncoder().encode(bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
-                                                     background: processing.background).data
+                    data = try ImageEncoder().encode(
+                        bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
+                        background: processing.background
+                    ).data
                 case .animation(let animation):
                     (width, height) = (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0)
                     data = try ImageEncoder().encode(animation, as: processing.format).data
@@ -232,7 +262,8 @@ enum ThumbCommand {
                 if let writer {
                     let info = try writer.write(data, to: job.output)
                     if !job.identity.isEmpty {
-                        journal?.record(output: job.output, options: settings.fingerprint, input: job.identity, info: info)
+                        journal?.record(
+                            output: job.output, options: settings.fingerprint, input: job.identity, info: info)
                     }
                 } else {
                     do {
@@ -242,8 +273,9 @@ enum ThumbCommand {
                     }
                 }
                 let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-                reporter.written(job.item.input, output: job.output, width: width, height: height,
-                                 bytes: data.count, milliseconds: milliseconds)
+                reporter.written(
+                    job.item.input, output: job.output, width: width, height: height,
+                    bytes: data.count, milliseconds: milliseconds)
             } catch {
                 reporter.failed(job.item.input, error)
             }
@@ -251,8 +283,11 @@ enum ThumbCommand {
         writer?.finish()
         if !clashes.isEmpty {
             let names = clashes.count == 1 ? "1 output name" : "\(clashes.count) output names"
-            var advice = "vipsload thumb: \(clashes.reduce(0) { $0 + $1.items.count }) inputs clash on \(names); none of them was written"
-            if let suggestion = namer.suggestion(for: clashes) { advice += ". Separate them with --name '\(suggestion)'" }
+            var advice =
+                "vipsload thumb: \(clashes.reduce(0) { $0 + $1.items.count }) inputs clash on \(names); none of them was written"
+            if let suggestion = namer.suggestion(for: clashes) {
+                advice += ". Separate them with --name '\(suggestion)'"
+            }
             Terminal.err(advice)
         }
         reporter.finish(retries: pipeline.metrics.retries, shard: shard)
@@ -271,14 +306,18 @@ enum ThumbCommand {
 
     /// The jobs to run for `selected`: clashing and invalid inputs are reported
     /// as failed, up-to-date outputs as skipped (unless `force`).
-    private static func plan(_ selected: [InputCollector.Item], namer: OutputNamer, clashing: [String: OutputNamer.Clash],
-                             settings: Settings, journal: ThumbJournal?, force: Bool, reporter: ThumbReporter) -> [Job] {
+    private static func plan(
+        _ selected: [InputCollector.Item], namer: OutputNamer, clashing: [String: OutputNamer.Clash],
+        settings: Settings, journal: ThumbJournal?, force: Bool, reporter: ThumbReporter
+    ) -> [Job] {
         var runJobs: [Job] = []
         for item in selected {
             let output = settings.outputFolder == nil ? "-" : namer.name(for: item)
             if let clash = clashing[item.key] {
                 let others = clash.items.filter { $0.key != item.key }.map(\.input).joined(separator: ", ")
-                reporter.failed(item.input, kind: "nameClash", message: "\(clash.output) is also the name of \(others); neither is written")
+                reporter.failed(
+                    item.input, kind: "nameClash",
+                    message: "\(clash.output) is also the name of \(others); neither is written")
                 continue
             }
             let source: ImageSource
@@ -304,7 +343,10 @@ enum ThumbCommand {
                 }
             }
             if !force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
-               journal.isUpToDate(output: output, in: folder, options: settings.fingerprint, input: identity, sourceModified: sourceModified) {
+                journal.isUpToDate(
+                    output: output, in: folder, options: settings.fingerprint, input: identity,
+                    sourceModified: sourceModified)
+            {
                 reporter.skipped(item.input, output: output, reason: "up to date")
                 continue
             }
@@ -315,17 +357,21 @@ enum ThumbCommand {
 
     /// The pipeline for every input: no memory cache (each image is needed
     /// once), `--retries`, the disk cache in `cache.folder` when given and usable.
-    private static func makePipeline(_ settings: Settings, retries: Int, headers: [String: String], timeoutSeconds: Int,
-                                     cache: (folder: String, sizeLimit: Int)?) -> ImagePipeline {
-        var configuration = ImagePipeline.Configuration(decodeConcurrency: settings.jobs, memoryCache: nil,
-                                                        decodeOptions: settings.decodeOptions)
+    private static func makePipeline(
+        _ settings: Settings, retries: Int, headers: [String: String], timeoutSeconds: Int,
+        cache: (folder: String, sizeLimit: Int)?
+    ) -> ImagePipeline {
+        var configuration = ImagePipeline.Configuration(
+            decodeConcurrency: settings.jobs, memoryCache: nil,
+            decodeOptions: settings.decodeOptions)
         // --timeout: a decode in this process is stopped cooperatively (`decodeTimeLimit`).
         configuration.decodeTimeLimit = .seconds(timeoutSeconds)
         configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
         configuration.http.headers.merge(headers) { _, given in given }
         if let cache {
             do throws(VipsError) {
-                configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
+                configuration.diskCache = try DiskCache(
+                    directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
             } catch {
                 // The images can still be downloaded: say so and carry on uncached.
                 Terminal.err("vipsload thumb: not caching downloads: \(error.message)")

@@ -19,7 +19,9 @@ enum DecodeWorker {
 
     static func run(_ arguments: [String]) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(["worker-memory", "parent"]),
+            valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union([
+                "worker-memory", "parent"
+            ]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions))
         let decoder: ImageDecoder
         let processing: ProcessingFlags.Settings
@@ -28,12 +30,15 @@ enum DecodeWorker {
             let parsed = try parser.parse(arguments)
             // The pool's process id: a parent killed before this line ran is still noticed.
             parent = pid_t(try parsed.int("parent", default: Int(getppid()), in: 1...Int(Int32.max)))
-            let megabytes = try parsed.int("worker-memory", default: IsolationFlags.defaultWorkerMemory, in: 0...1_048_576)
+            let megabytes = try parsed.int(
+                "worker-memory", default: IsolationFlags.defaultWorkerMemory, in: 0...1_048_576)
             if megabytes > 0 {
                 let bytes = rlim_t(megabytes) << 20
                 var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
                 guard setrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0 else {
-                    Terminal.err("vipsload \(command): cannot cap memory at \(megabytes) MB: \(String(cString: strerror(errno)))")
+                    Terminal.err(
+                        "vipsload \(command): cannot cap memory at \(megabytes) MB: \(String(cString: strerror(errno)))"
+                    )
                     return 2
                 }
             }
@@ -50,7 +55,10 @@ enum DecodeWorker {
         watchParent(parent)
         let faults = ProcessInfo.processInfo.environment["VIPSLOAD_WORKER_TEST_FAULTS"] == "1"
         while true {
-            guard case .success(let (request, body)) = WorkerProtocol.read(WorkerProtocol.Request.self, from: 0, deadline: nil) else {
+            guard
+                case .success(let (request, body)) = WorkerProtocol.read(
+                    WorkerProtocol.Request.self, from: 0, deadline: nil)
+            else {
                 return 0
             }
             if faults, let path = request.path { injectFault(path) }
@@ -73,8 +81,9 @@ enum DecodeWorker {
                     for frame in animation.frames { pixels.append(frame.pixelData) }
                 } else {
                     // As the pipeline decodes a thumbnail request (`ThumbEngine`).
-                    let bitmap = try decoder.decode(input, size: processing.size, mode: processing.mode,
-                                                    keepingMetadata: processing.keepMetadata)
+                    let bitmap = try decoder.decode(
+                        input, size: processing.size, mode: processing.mode,
+                        keepingMetadata: processing.keepMetadata)
                     reply.width = bitmap.width
                     reply.height = bitmap.height
                     reply.channels = bitmap.channels

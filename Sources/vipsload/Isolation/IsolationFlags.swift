@@ -46,9 +46,10 @@ enum IsolationFlags {
 
     static func settings(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Settings {
         let scope = Scope(rawValue: try parsed.choice("isolate", ["optin", "all", "none"], default: "optin")) ?? .optIn
-        return Settings(scope: scope,
-                        timeoutSeconds: try parsed.int("timeout", default: defaultTimeout, in: 1...86_400),
-                        workerMemory: try parsed.int("worker-memory", default: defaultWorkerMemory, in: 0...1_048_576))
+        return Settings(
+            scope: scope,
+            timeoutSeconds: try parsed.int("timeout", default: defaultTimeout, in: 1...86_400),
+            workerMemory: try parsed.int("worker-memory", default: defaultWorkerMemory, in: 0...1_048_576))
     }
 
     /// The format sniffed from the first bytes of the file at `path`, or nil.

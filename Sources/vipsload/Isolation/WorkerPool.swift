@@ -73,20 +73,26 @@ final class WorkerPool: Sendable {
         let metadata = reply.keptMetadata ? ImageMetadata(exif: reply.exif, hadICCProfile: reply.hadICCProfile) : nil
         let source = BitmapSource(info: reply.info, decodedLeniently: reply.decodedLeniently, metadata: metadata)
         guard let delays = reply.delays else {
-            let bitmap = try Bitmap(width: reply.width, height: reply.height, channels: reply.channels,
-                                    scale: reply.scale, pixels: pixels)
+            let bitmap = try Bitmap(
+                width: reply.width, height: reply.height, channels: reply.channels,
+                scale: reply.scale, pixels: pixels)
             return .still(bitmap.withSource(source))
         }
         let (frameBytes, overflow) = (reply.width * reply.channels).multipliedReportingOverflow(by: reply.height)
         guard !overflow, frameBytes > 0, !delays.isEmpty, pixels.count == frameBytes * delays.count else {
-            throw VipsError(.internal, "a decode worker sent \(pixels.count) bytes for \(delays.count) frames of "
-                            + "\(reply.width)×\(reply.height)×\(reply.channels)")
+            throw VipsError(
+                .internal,
+                "a decode worker sent \(pixels.count) bytes for \(delays.count) frames of "
+                    + "\(reply.width)×\(reply.height)×\(reply.channels)")
         }
         var frames: [Bitmap] = []
         for index in delays.indices {
-            let frame = pixels[pixels.startIndex + index * frameBytes ..< pixels.startIndex + (index + 1) * frameBytes]
-            frames.append(try Bitmap(width: reply.width, height: reply.height, channels: reply.channels,
-                                     scale: reply.scale, pixels: Data(frame)).withSource(source))
+            let frame = pixels[pixels.startIndex + index * frameBytes..<pixels.startIndex + (index + 1) * frameBytes]
+            frames.append(
+                try Bitmap(
+                    width: reply.width, height: reply.height, channels: reply.channels,
+                    scale: reply.scale, pixels: Data(frame)
+                ).withSource(source))
         }
         return .animation(try AnimatedBitmap(frames: frames, delays: delays, loopCount: reply.loopCount))
     }
@@ -119,7 +125,9 @@ final class WorkerPool: Sendable {
 
     // MARK: - One request
 
-    private func request(_ request: WorkerProtocol.Request, body: Data) -> Result<(WorkerProtocol.Reply, Data), VipsError> {
+    private func request(
+        _ request: WorkerProtocol.Request, body: Data
+    ) -> Result<(WorkerProtocol.Reply, Data), VipsError> {
         slots.wait()
         defer { slots.signal() }
         let label = request.path ?? "<\(body.count) bytes>"
@@ -130,8 +138,10 @@ final class WorkerPool: Sendable {
         }
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutSeconds) * 1_000_000_000
         let sent = WorkerProtocol.write(request, body: body, to: worker.requests)
-        let reply = sent ? WorkerProtocol.read(WorkerProtocol.Reply.self, from: worker.replies, deadline: deadline)
-                         : .failure(.closed)
+        let reply =
+            sent
+            ? WorkerProtocol.read(WorkerProtocol.Reply.self, from: worker.replies, deadline: deadline)
+            : .failure(.closed)
         switch reply {
         case .success(let (header, pixels)):
             giveBack(worker)
@@ -145,13 +155,18 @@ final class WorkerPool: Sendable {
             return .failure(VipsError(.cancelled, "\(label): stopped by a signal"))
         case .failure(.timedOut):
             end(worker, kill: true)
-            return .failure(VipsError(.timedOut, "\(label): decoding took longer than \(timeoutSeconds) s (--timeout); its worker was killed"))
+            return .failure(
+                VipsError(
+                    .timedOut,
+                    "\(label): decoding took longer than \(timeoutSeconds) s (--timeout); its worker was killed"))
         case .failure(.closed), .failure(.malformed):
             let status = end(worker, kill: false)
             let signal = status & 0x7f
-            let cap = workerMemory > 0 && [SIGABRT, SIGSEGV, SIGBUS].contains(signal)
+            let cap =
+                workerMemory > 0 && [SIGABRT, SIGSEGV, SIGBUS].contains(signal)
                 ? " (perhaps out of memory: workers are capped at \(workerMemory) MB, --worker-memory)" : ""
-            return .failure(VipsError(.crashed, "\(label): the decoder \(Self.describe(status))\(cap); only this input failed"))
+            return .failure(
+                VipsError(.crashed, "\(label): the decoder \(Self.describe(status))\(cap); only this input failed"))
         }
     }
 
@@ -192,9 +207,11 @@ final class WorkerPool: Sendable {
     static func describe(_ status: Int32) -> String {
         let signal = status & 0x7f
         guard signal != 0 else { return "exited with status \((status >> 8) & 0xff)" }
-        let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS",
-                                      SIGILL: "SIGILL", SIGFPE: "SIGFPE", SIGTRAP: "SIGTRAP", SIGTERM: "SIGTERM",
-                                      SIGXCPU: "SIGXCPU", SIGINT: "SIGINT", SIGSYS: "SIGSYS"]
+        let names: [Int32: String] = [
+            SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS",
+            SIGILL: "SIGILL", SIGFPE: "SIGFPE", SIGTRAP: "SIGTRAP", SIGTERM: "SIGTERM",
+            SIGXCPU: "SIGXCPU", SIGINT: "SIGINT", SIGSYS: "SIGSYS"
+        ]
         return "was killed by \(names[signal] ?? "signal \(signal)")"
     }
 
@@ -216,11 +233,13 @@ final class WorkerPool: Sendable {
     private func spawnNow() -> Result<Worker, VipsError> {
         var toWorker: [Int32] = [0, 0], fromWorker: [Int32] = [0, 0]
         guard Self.pipeClosedOnExec(&toWorker) else {
-            return .failure(VipsError(.internal, "cannot start a decode worker: pipe: \(String(cString: strerror(errno)))"))
+            return .failure(
+                VipsError(.internal, "cannot start a decode worker: pipe: \(String(cString: strerror(errno)))"))
         }
         guard Self.pipeClosedOnExec(&fromWorker) else {
             close(toWorker[0]); close(toWorker[1])
-            return .failure(VipsError(.internal, "cannot start a decode worker: pipe: \(String(cString: strerror(errno)))"))
+            return .failure(
+                VipsError(.internal, "cannot start a decode worker: pipe: \(String(cString: strerror(errno)))"))
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -230,7 +249,9 @@ final class WorkerPool: Sendable {
         // Nothing else this process holds open (a parent's pipes, sockets) goes to the worker.
         // (Listed now, under `spawnQueue`; a descriptor opened meanwhile by another thread is
         // close-on-exec if it is ours, and the worker's parent watch covers the rest.)
-        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+            Int32($0)
+        }
         for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
         let arguments = ["vipsload", DecodeWorker.command, "--parent", String(getpid())] + workerArguments
         var environment = ProcessInfo.processInfo.environment

@@ -46,8 +46,9 @@ enum WorkerProtocol {
 
         /// `info`'s fields, or a decoded bitmap's source header.
         var info: ImageInfo {
-            ImageInfo(width: sourceWidth, height: sourceHeight, format: ImageFormat(rawValue: format ?? "unknown"),
-                      bands: bands, hasAlpha: hasAlpha, orientation: orientation, pages: pages)
+            ImageInfo(
+                width: sourceWidth, height: sourceHeight, format: ImageFormat(rawValue: format ?? "unknown"),
+                bands: bands, hasAlpha: hasAlpha, orientation: orientation, pages: pages)
         }
 
         mutating func describe(_ info: ImageInfo) {
@@ -100,8 +101,10 @@ enum WorkerProtocol {
 
     /// Reads one frame from `fd`, waiting no later than `deadline` (uptime
     /// nanoseconds; nil waits for ever).
-    static func read<Header: Decodable>(_ type: Header.Type, from fd: Int32,
-                                        deadline: UInt64?) -> Result<(Header, Data), ReadFailure> {
+    static func read<Header: Decodable>(
+        _ type: Header.Type, from fd: Int32,
+        deadline: UInt64?
+    ) -> Result<(Header, Data), ReadFailure> {
         do throws(ReadFailure) {
             let headerLength = try Int(readInteger(UInt32.self, fd, deadline))
             guard headerLength <= maxHeaderBytes else { throw .malformed }
@@ -116,8 +119,10 @@ enum WorkerProtocol {
         }
     }
 
-    private static func readInteger<Integer: FixedWidthInteger>(_ type: Integer.Type, _ fd: Int32,
-                                                                 _ deadline: UInt64?) throws(ReadFailure) -> Integer {
+    private static func readInteger<Integer: FixedWidthInteger>(
+        _ type: Integer.Type, _ fd: Int32,
+        _ deadline: UInt64?
+    ) throws(ReadFailure) -> Integer {
         let bytes = try readExactly(MemoryLayout<Integer>.size, fd, deadline)
         var value = Integer.zero
         for (index, byte) in bytes.enumerated() { value |= Integer(byte) << (8 * index) }

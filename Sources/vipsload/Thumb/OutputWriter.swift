@@ -45,7 +45,8 @@ final class OutputWriter: Sendable {
     /// shutdown that cannot wait for the writes in flight).
     static func removeAllTemporaryFiles() {
         for (folder, prefix) in live.withLock({ $0 }) {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            where name.hasPrefix(prefix) {
                 unlink(folder + "/" + name)
             }
             rmdir(folder)
@@ -62,7 +63,8 @@ final class OutputWriter: Sendable {
         }
         let temporary = temporaryFolder.appendingPathComponent("\(prefix)\(number).tmp").path
         do {
-            try FileManager.default.createDirectory(at: final.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: final.deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch {
             throw VipsError(.io, "cannot write \(final.path): \(error.localizedDescription)")
         }
@@ -112,7 +114,8 @@ final class OutputWriter: Sendable {
         for name in entries() {
             let path = temporaryFolder.appendingPathComponent(name).path
             if name.hasPrefix(host), let pid = Int32(name.dropFirst(host.count).prefix { $0 != "." }),
-               kill(pid, 0) != 0, errno == ESRCH {
+                kill(pid, 0) != 0, errno == ESRCH
+            {
                 unlink(path)
                 continue
             }
@@ -129,6 +132,7 @@ final class OutputWriter: Sendable {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return name.isEmpty ? "host" : name.replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "/", with: "_")
+        return name.isEmpty
+            ? "host" : name.replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "/", with: "_")
     }()
 }

@@ -22,8 +22,10 @@ struct Shard: Equatable, CustomStringConvertible {
     static func parse(_ text: String) throws(ArgumentParser.UsageError) -> Shard {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, count <= 1_000_000,
-              (1...count).contains(index) else {
-            throw ArgumentParser.UsageError(description: "--shard takes K/N with 1 ≤ K ≤ N (for example 1/4), not '\(text)'")
+            (1...count).contains(index)
+        else {
+            throw ArgumentParser.UsageError(
+                description: "--shard takes K/N with 1 ≤ K ≤ N (for example 1/4), not '\(text)'")
         }
         return Shard(index: index, count: count)
     }
@@ -35,7 +37,9 @@ struct Shard: Equatable, CustomStringConvertible {
     /// job (`AWS_BATCH_JOB_ARRAY_INDEX`, counted by `shardCount` or
     /// `AWS_BATCH_JOB_ARRAY_SIZE`). Indices from the environment start at 0
     /// (Slurm's at its array's first index).
-    static func fromEnvironment(_ environment: [String: String], shardCount: Int?) throws(ArgumentParser.UsageError) -> Shard? {
+    static func fromEnvironment(
+        _ environment: [String: String], shardCount: Int?
+    ) throws(ArgumentParser.UsageError) -> Shard? {
         func number(_ name: String) throws(ArgumentParser.UsageError) -> Int? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let value = Int(text), value >= 0 else {
@@ -43,12 +47,17 @@ struct Shard: Equatable, CustomStringConvertible {
             }
             return value
         }
-        func make(_ zeroBased: Int, _ count: Int?, _ origin: String, _ countHint: String) throws(ArgumentParser.UsageError) -> Shard {
+        func make(
+            _ zeroBased: Int, _ count: Int?, _ origin: String, _ countHint: String
+        ) throws(ArgumentParser.UsageError) -> Shard {
             guard let count else {
-                throw ArgumentParser.UsageError(description: "\(origin) is set but the number of shards is unknown: pass --shard-count N (\(countHint))")
+                throw ArgumentParser.UsageError(
+                    description:
+                        "\(origin) is set but the number of shards is unknown: pass --shard-count N (\(countHint))")
             }
             guard count >= 1, zeroBased < count else {
-                throw ArgumentParser.UsageError(description: "\(origin)=\(zeroBased) is not below the shard count \(count)")
+                throw ArgumentParser.UsageError(
+                    description: "\(origin)=\(zeroBased) is not below the shard count \(count)")
             }
             return Shard(index: zeroBased + 1, count: count, origin: origin)
         }
@@ -59,20 +68,25 @@ struct Shard: Equatable, CustomStringConvertible {
             let first = try number("SLURM_ARRAY_TASK_MIN") ?? 0
             let step = max(1, try number("SLURM_ARRAY_TASK_STEP") ?? 1)
             guard id >= first else {
-                throw ArgumentParser.UsageError(description: "SLURM_ARRAY_TASK_ID=\(id) is below SLURM_ARRAY_TASK_MIN=\(first)")
+                throw ArgumentParser.UsageError(
+                    description: "SLURM_ARRAY_TASK_ID=\(id) is below SLURM_ARRAY_TASK_MIN=\(first)")
             }
             let arrayCount = try number("SLURM_ARRAY_TASK_COUNT")
-            return try make((id - first) / step, shardCount ?? arrayCount, "SLURM_ARRAY_TASK_ID",
-                            "the array's task count")
+            return try make(
+                (id - first) / step, shardCount ?? arrayCount, "SLURM_ARRAY_TASK_ID",
+                "the array's task count")
         }
         if let index = try number("AWS_BATCH_JOB_ARRAY_INDEX") {
             let size = try number("AWS_BATCH_JOB_ARRAY_SIZE")
-            return try make(index, shardCount ?? size, "AWS_BATCH_JOB_ARRAY_INDEX",
-                            "the array job's size")
+            return try make(
+                index, shardCount ?? size, "AWS_BATCH_JOB_ARRAY_INDEX",
+                "the array job's size")
         }
         if shardCount != nil {
             throw ArgumentParser.UsageError(
-                description: "--shard-count needs a shard index from the environment (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX), or use --shard K/N")
+                description:
+                    "--shard-count needs a shard index from the environment (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX), or use --shard K/N"
+            )
         }
         return nil
     }

@@ -37,7 +37,9 @@ struct ThumbEngine: Sendable {
     /// Encodes and writes; concurrent, its width bounded by `window`.
     private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
 
-    init(pipeline: ImagePipeline, animated: Bool, window: Int, request: @escaping @Sendable (ImageSource) -> ImageRequest) {
+    init(
+        pipeline: ImagePipeline, animated: Bool, window: Int, request: @escaping @Sendable (ImageSource) -> ImageRequest
+    ) {
         self.pipeline = pipeline
         self.animated = animated
         self.request = request
@@ -48,8 +50,10 @@ struct ThumbEngine: Sendable {
     /// `finish(index, result, started)` on the encode queue for each (`started`:
     /// when the request was made, in `DispatchTime` nanoseconds); returns when
     /// every `finish` has returned.
-    func run(_ sources: [ImageSource],
-             finish: @escaping @Sendable (Int, Result<Output, VipsError>, UInt64) -> Void) async {
+    func run(
+        _ sources: [ImageSource],
+        finish: @escaping @Sendable (Int, Result<Output, VipsError>, UInt64) -> Void
+    ) async {
         guard !sources.isEmpty else { return }
         await withTaskGroup(of: Void.self) { group in
             var next = 0
@@ -115,7 +119,9 @@ struct ThumbEngine: Sendable {
             }
             // A download's file is a temporary or cache file: messages name the URL instead.
             withExtendedLifetime(data) {}
-            return result.mapError { VipsError($0.kind, $0.message.replacingOccurrences(of: path, with: request.source.description)) }
+            return result.mapError {
+                VipsError($0.kind, $0.message.replacingOccurrences(of: path, with: request.source.description))
+            }
         case .data(let bytes):
             if isolation.isolates(ImageFormat.sniff(bytes.prefix(64))) {
                 return await isolation.workers.decode(path: nil, data: bytes)
@@ -128,8 +134,9 @@ struct ThumbEngine: Sendable {
     /// Decodes through the pipeline: every frame with `animated`, else the still image.
     private func decodeHere(_ request: ImageRequest) async -> Result<Output, VipsError> {
         do throws(VipsError) {
-            return animated ? .success(.animation(try await pipeline.animatedImage(for: request)))
-                            : .success(.still(try await pipeline.image(for: request)))
+            return animated
+                ? .success(.animation(try await pipeline.animatedImage(for: request)))
+                : .success(.still(try await pipeline.image(for: request)))
         } catch {
             return .failure(error)
         }

@@ -31,8 +31,10 @@ final class ThumbJournal: Sendable {
         if let data = FileManager.default.contents(atPath: path) {
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
                 let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-                guard fields.count == 6, fields[0] == "v1", let size = Int64(fields[4]), let modified = Int64(fields[5]) else { continue }
-                records[String(fields[1])] = Record(options: String(fields[2]), input: String(fields[3]), size: size, modified: modified)
+                guard fields.count == 6, fields[0] == "v1", let size = Int64(fields[4]), let modified = Int64(fields[5])
+                else { continue }
+                records[String(fields[1])] = Record(
+                    options: String(fields[2]), input: String(fields[3]), size: size, modified: modified)
             }
         }
         self.records = records
@@ -47,7 +49,9 @@ final class ThumbJournal: Sendable {
     func isUpToDate(output: String, in folder: URL, options: String, input: String, sourceModified: Int64?) -> Bool {
         guard let record = records[output], record.options == options, record.input == input else { return false }
         var info = stat()
-        guard stat(folder.appendingPathComponent(output).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard stat(folder.appendingPathComponent(output).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return false
+        }
         let modified = Self.nanoseconds(info.st_mtim)
         guard Int64(info.st_size) == record.size, modified == record.modified else { return false }
         if let sourceModified, modified < sourceModified { return false }

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import VipsLoad
 import VipsBench
 import VipsCore
+import VipsLoad
 
 /// Reports a `thumb` run: error lines on stderr, one JSON object per input
 /// on stdout with `--json`, a line per output with `--verbose`, the progress
@@ -52,24 +52,30 @@ final class ThumbReporter: Sendable {
 
     func written(_ input: String, output: String, width: Int, height: Int, bytes: Int, milliseconds: Double) {
         if options.json {
-            Terminal.out(Terminal.jsonObject([
-                ("input", JSONText.string(input)), ("status", JSONText.string("written")), ("output", JSONText.string(output)),
-                ("width", String(width)), ("height", String(height)), ("bytes", String(bytes)),
-                ("ms", String(format: "%.1f", milliseconds)),
-            ]))
+            Terminal.out(
+                Terminal.jsonObject([
+                    ("input", JSONText.string(input)), ("status", JSONText.string("written")),
+                    ("output", JSONText.string(output)),
+                    ("width", String(width)), ("height", String(height)), ("bytes", String(bytes)),
+                    ("ms", String(format: "%.1f", milliseconds))
+                ]))
         }
         if options.verbose, !options.quiet {
-            line("vipsload thumb: \(input) -> \(output) (\(width)x\(height), \(bytes) bytes, \(String(format: "%.0f", milliseconds)) ms)")
+            line(
+                "vipsload thumb: \(input) -> \(output) (\(width)x\(height), \(bytes) bytes, \(String(format: "%.0f", milliseconds)) ms)"
+            )
         }
         count { $0.written += 1 }
     }
 
     func skipped(_ input: String, output: String, reason: String) {
         if options.json {
-            Terminal.out(Terminal.jsonObject([
-                ("input", JSONText.string(input)), ("status", JSONText.string("skipped")), ("output", JSONText.string(output)),
-                ("reason", JSONText.string(reason)),
-            ]))
+            Terminal.out(
+                Terminal.jsonObject([
+                    ("input", JSONText.string(input)), ("status", JSONText.string("skipped")),
+                    ("output", JSONText.string(output)),
+                    ("reason", JSONText.string(reason))
+                ]))
         }
         if options.verbose, !options.quiet { line("vipsload thumb: \(input): skipped: \(reason)") }
         count { $0.skipped += 1 }
@@ -77,10 +83,14 @@ final class ThumbReporter: Sendable {
 
     func failed(_ input: String, kind: String, message: String) {
         if options.json {
-            Terminal.out(Terminal.jsonObject([
-                ("input", JSONText.string(input)), ("status", JSONText.string("failed")),
-                ("error", Terminal.jsonObject([("kind", JSONText.string(kind)), ("message", JSONText.string(message))])),
-            ]))
+            Terminal.out(
+                Terminal.jsonObject([
+                    ("input", JSONText.string(input)), ("status", JSONText.string("failed")),
+                    (
+                        "error",
+                        Terminal.jsonObject([("kind", JSONText.string(kind)), ("message", JSONText.string(message))])
+                    )
+                ]))
         }
         line("vipsload thumb: \(input): \(kind): \(message)")
         count { $0.failed += 1 }
@@ -97,11 +107,19 @@ final class ThumbReporter: Sendable {
         let rate = seconds > 0 ? Double(counts.written) / seconds : 0
         if drawsInPlace { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if options.json {
-            Terminal.out(Terminal.jsonObject([("summary", Terminal.jsonObject([
-                ("written", String(counts.written)), ("skipped", String(counts.skipped)), ("failed", String(counts.failed)),
-                ("retries", String(retries)), ("shard", JSONText.string(shard.description)),
-                ("seconds", String(format: "%.3f", seconds)), ("imagesPerSecond", String(format: "%.1f", rate)),
-            ]))]))
+            Terminal.out(
+                Terminal.jsonObject([
+                    (
+                        "summary",
+                        Terminal.jsonObject([
+                            ("written", String(counts.written)), ("skipped", String(counts.skipped)),
+                            ("failed", String(counts.failed)),
+                            ("retries", String(retries)), ("shard", JSONText.string(shard.description)),
+                            ("seconds", String(format: "%.3f", seconds)),
+                            ("imagesPerSecond", String(format: "%.1f", rate))
+                        ])
+                    )
+                ]))
         }
         guard !options.quiet else { return }
         var text = "vipsload thumb: \(counts.written) written, \(counts.skipped) skipped, \(counts.failed) failed"
@@ -112,7 +130,8 @@ final class ThumbReporter: Sendable {
 
     /// A line on stderr that does not tear the progress line.
     private func line(_ text: String) {
-        FileHandle.standardError.write(Data(((drawsInPlace ? "\r\u{1B}[K" : "") + URLRedaction.redacted(text) + "\n").utf8))
+        FileHandle.standardError.write(
+            Data(((drawsInPlace ? "\r\u{1B}[K" : "") + URLRedaction.redacted(text) + "\n").utf8))
     }
 
     private func count(_ change: (inout Counts) -> Void) {
@@ -120,7 +139,9 @@ final class ThumbReporter: Sendable {
         let drawn = state.withLock { state -> Counts? in
             change(&state.counts)
             let interval: UInt64 = drawsLines ? 1_000_000_000 : 100_000_000
-            guard drawsInPlace || drawsLines, now - state.lastDraw >= interval || state.counts.done == total else { return nil }
+            guard drawsInPlace || drawsLines, now - state.lastDraw >= interval || state.counts.done == total else {
+                return nil
+            }
             state.lastDraw = now
             return state.counts
         }
@@ -137,7 +158,9 @@ final class ThumbReporter: Sendable {
         var text = "thumb: \(counts.done)/\(total) \(percent)%, " + String(format: "%.1f images/s", rate)
         if rate > 0, counts.done < total {
             let eta = Int((Double(total - counts.done) / rate).rounded(.up))
-            text += eta >= 3600 ? String(format: ", ETA %d:%02d:%02d", eta / 3600, eta / 60 % 60, eta % 60)
+            text +=
+                eta >= 3600
+                ? String(format: ", ETA %d:%02d:%02d", eta / 3600, eta / 60 % 60, eta % 60)
                 : String(format: ", ETA %d:%02d", eta / 60, eta % 60)
         }
         if counts.failed > 0 { text += " (\(counts.failed) failed)" }

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Hostile, broken and misnamed inputs: each gives a typed error of the right kind.
 final class BadInputTests: XCTestCase {
@@ -9,12 +10,16 @@ final class BadInputTests: XCTestCase {
     let strict = ImageDecoder(options: DecodeOptions(strict: true))
 
     /// Runs both entry points (probe and decode) on `input`, expecting `kind` from each.
-    func assertRejected(_ input: ImageInput, _ kind: VipsError.Kind, by decoder: ImageDecoder? = nil,
-                        _ label: String, file: StaticString = #filePath, line: UInt = #line) {
+    func assertRejected(
+        _ input: ImageInput, _ kind: VipsError.Kind, by decoder: ImageDecoder? = nil,
+        _ label: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         let decoder = decoder ?? self.decoder
-        assertThrowsKind(kind, { () throws(VipsError) in try decoder.info(input) }, "info: \(label)", file: file, line: line)
-        assertThrowsKind(kind, { () throws(VipsError) in try decoder.decode(input, size: .maxPixelSize(64)) },
-                         "decode: \(label)", file: file, line: line)
+        assertThrowsKind(
+            kind, { () throws(VipsError) in try decoder.info(input) }, "info: \(label)", file: file, line: line)
+        assertThrowsKind(
+            kind, { () throws(VipsError) in try decoder.decode(input, size: .maxPixelSize(64)) },
+            "decode: \(label)", file: file, line: line)
     }
 
     func testEmptyInput() throws {
@@ -27,14 +32,15 @@ final class BadInputTests: XCTestCase {
         var generator = SystemRandomNumberGenerator()
         for count in [1, 7, 100, 10_000] {
             var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            bytes[0] = 0x42 ^ 0x01  // never a signature's first byte ("BM" is bmp)
+            bytes[0] = 0x42 ^ 0x01 // never a signature's first byte ("BM" is bmp)
             assertRejected(.data(Data(bytes)), .unsupportedFormat, "\(count) random bytes")
         }
     }
 
     func testTextFileNamedJPEG() throws {
         let folder = try TemporaryFolder()
-        let path = try folder.write(Data("This is not a photograph, whatever the name says.\n".utf8), named: "photo.jpg")
+        let path = try folder.write(
+            Data("This is not a photograph, whatever the name says.\n".utf8), named: "photo.jpg")
         assertRejected(.file(path), .unsupportedFormat, "text file named .jpg")
         let html = try folder.write(Data("<!DOCTYPE html><html><body>404</body></html>".utf8), named: "image.png")
         assertRejected(.file(html), .unsupportedFormat, "HTML error page named .png")
@@ -51,14 +57,16 @@ final class BadInputTests: XCTestCase {
         let signatures: [[UInt8]] = [
             [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], Array("GIF89a".utf8), [0x49, 0x49, 0x2A, 0x00],
             // (A RIFF size matching the 2,016 bytes: one declaring more is a truncated file, truncatedData.)
-            Array("RIFF".utf8) + [0xD8, 0x07, 0, 0] + Array("WEBPVP8 ".utf8),
+            Array("RIFF".utf8) + [0xD8, 0x07, 0, 0] + Array("WEBPVP8 ".utf8)
         ]
         for signature in signatures {
             let input = ImageInput.data(Data(signature + junk))
             for decoder in [decoder, strict] {
-                let error = assertThrowsKind(.corruptData, { () throws(VipsError) in try decoder.decode(input, size: .maxPixelSize(64)) },
-                                             "\(signature)")
-                XCTAssertTrue(error?.message.contains("bytes>") ?? false, "the message names the input: \(error?.message ?? "")")
+                let error = assertThrowsKind(
+                    .corruptData, { () throws(VipsError) in try decoder.decode(input, size: .maxPixelSize(64)) },
+                    "\(signature)")
+                XCTAssertTrue(
+                    error?.message.contains("bytes>") ?? false, "the message names the input: \(error?.message ?? "")")
             }
         }
     }
@@ -70,8 +78,11 @@ final class BadInputTests: XCTestCase {
         let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 46, format: .jpeg())
         let garbled = Data(Array("GIF89a".utf8) + [UInt8](repeating: 0x5A, count: 500))
         for _ in 0..<3 {
-            XCTAssertEqual(try decoder.decode(.data(Data(data.prefix(data.count / 3))), size: .maxPixelSize(64)).width, 64)
-            let error = assertThrowsKind(.corruptData) { () throws(VipsError) in try decoder.decode(.data(garbled), size: .maxPixelSize(64)) }
+            XCTAssertEqual(
+                try decoder.decode(.data(Data(data.prefix(data.count / 3))), size: .maxPixelSize(64)).width, 64)
+            let error = assertThrowsKind(.corruptData) { () throws(VipsError) in
+                try decoder.decode(.data(garbled), size: .maxPixelSize(64))
+            }
             XCTAssertFalse(error?.message.contains("JPEG") ?? true, "stale JPEG warning in: \(error?.message ?? "")")
         }
     }
@@ -81,7 +92,9 @@ final class BadInputTests: XCTestCase {
         let half = Data(data.prefix(data.count / 2))
 
         // Strict: refused.
-        let error = assertThrowsKind(.truncatedData) { () throws(VipsError) in try strict.decode(.data(half), size: .maxPixelSize(64)) }
+        let error = assertThrowsKind(.truncatedData) { () throws(VipsError) in
+            try strict.decode(.data(half), size: .maxPixelSize(64))
+        }
         XCTAssertNotNil(error)
         // The header is intact, so a probe still works in strict mode.
         XCTAssertEqual(try strict.info(.data(half)).width, 400)
@@ -103,7 +116,9 @@ final class BadInputTests: XCTestCase {
 
     func testTruncatedFiles() throws {
         let folder = try TemporaryFolder()
-        for format: ImageSynthesizer.Format in [.jpeg(progressive: true), .png(), .png(interlaced: true), .webp(), .gif, .tiff] {
+        for format: ImageSynthesizer.Format in [
+            .jpeg(progressive: true), .png(), .png(interlaced: true), .webp(), .gif, .tiff
+        ] {
             let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 42, format: format)
             let path = try folder.write(Data(data.prefix(data.count / 2)), named: "half.\(format.fileExtension)")
             do {
@@ -206,16 +221,20 @@ final class BadInputTests: XCTestCase {
     func testInvalidTargetSizes() throws {
         let data = try ImageSynthesizer.data(width: 40, height: 30, format: .png())
         let invalid: [(TargetSize, Double)] = [
-            (.maxPixelSize(0), 1), (.maxPixelSize(-1), 1), (.fit(width: 0, height: 10), 1), (.fit(width: 10, height: -5), 1),
+            (.maxPixelSize(0), 1), (.maxPixelSize(-1), 1), (.fit(width: 0, height: 10), 1),
+            (.fit(width: 10, height: -5), 1),
             (.maxPixelSize(10), 0), (.maxPixelSize(10), -2), (.maxPixelSize(10), .nan), (.maxPixelSize(10), .infinity),
-            (.original, 0), (.original, .nan),
+            (.original, 0), (.original, .nan)
         ]
         for (size, scale) in invalid {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in try decoder.decode(.data(data), size: size, scale: scale) },
-                             "\(size) at \(scale)")
+            assertThrowsKind(
+                .invalidArgument, { () throws(VipsError) in try decoder.decode(.data(data), size: size, scale: scale) },
+                "\(size) at \(scale)")
         }
         // Arguments are checked before the input: a bad size on bad data is still an argument error.
-        assertThrowsKind(.invalidArgument) { () throws(VipsError) in try decoder.decode(.data(Data()), size: .maxPixelSize(0)) }
+        assertThrowsKind(.invalidArgument) { () throws(VipsError) in
+            try decoder.decode(.data(Data()), size: .maxPixelSize(0))
+        }
     }
 
     func testUpscaleBeyondTheLimitsIsRefused() throws {
@@ -235,7 +254,9 @@ final class BadInputTests: XCTestCase {
         let good = try ImageSynthesizer.data(width: 40, height: 30, format: .jpeg())
         let bad = Data([0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0x17, count: 200))
         for _ in 0..<5 {
-            let error = assertThrowsKind(.corruptData) { () throws(VipsError) in try decoder.decode(.data(bad), size: .maxPixelSize(16)) }
+            let error = assertThrowsKind(.corruptData) { () throws(VipsError) in
+                try decoder.decode(.data(bad), size: .maxPixelSize(16))
+            }
             XCTAssertNotNil(error)
             XCTAssertEqual(try decoder.decode(.data(good), size: .maxPixelSize(16)).width, 16)
         }

@@ -1,8 +1,9 @@
-import Foundation
-import XCTest
-@testable import VipsCore
-@_spi(Testing) import VipsCore
 import CVipsShim
+import Foundation
+@_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Colour conversion: whatever the source colour model and depth, the output
 /// is 8-bit sRGB that looks like the picture that was encoded.
@@ -11,18 +12,22 @@ final class ColourTests: XCTestCase {
 
     /// The thumbnail of the plain 8-bit RGB PNG of `seed`: the colour reference.
     func reference(seed: Int, alpha: Bool = false, grey: Bool = false) throws -> Bitmap {
-        let data = try ImageSynthesizer.data(width: 400, height: 300, seed: seed, alpha: alpha, format: .png(grey: grey))
+        let data = try ImageSynthesizer.data(
+            width: 400, height: 300, seed: seed, alpha: alpha, format: .png(grey: grey))
         return try decoder.decode(.data(data), size: .maxPixelSize(200))
     }
 
-    func assertLooksLike(_ bitmap: Bitmap, _ reference: Bitmap, meanTolerance: Double, pixelTolerance: Double,
-                         _ label: String, file: StaticString = #filePath, line: UInt = #line) {
+    func assertLooksLike(
+        _ bitmap: Bitmap, _ reference: Bitmap, meanTolerance: Double, pixelTolerance: Double,
+        _ label: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertEqual(bitmap.width, reference.width, label, file: file, line: line)
         XCTAssertEqual(bitmap.height, reference.height, label, file: file, line: line)
         let mean = bitmap.meanColour, expected = reference.meanColour
         for channel in 0..<3 {
-            XCTAssertLessThan(abs(mean[channel] - expected[channel]), meanTolerance,
-                              "\(label): channel \(channel) mean \(mean[channel]) vs \(expected[channel])", file: file, line: line)
+            XCTAssertLessThan(
+                abs(mean[channel] - expected[channel]), meanTolerance,
+                "\(label): channel \(channel) mean \(mean[channel]) vs \(expected[channel])", file: file, line: line)
         }
         // The mean alone would pass a blurred or channel-swapped picture of similar tone.
         XCTAssertLessThan(bitmap.meanAbsoluteDifference(to: reference), pixelTolerance, label, file: file, line: line)
@@ -46,7 +51,8 @@ final class ColourTests: XCTestCase {
         assertSRGB8(bitmap, alpha: false, "16-bit")
         assertLooksLike(bitmap, try reference(seed: 32), meanTolerance: 2, pixelTolerance: 2, "16-bit PNG")
 
-        let withAlpha = try ImageSynthesizer.data(width: 400, height: 300, seed: 32, alpha: true, format: .png(sixteenBit: true))
+        let withAlpha = try ImageSynthesizer.data(
+            width: 400, height: 300, seed: 32, alpha: true, format: .png(sixteenBit: true))
         let alphaBitmap = try decoder.decode(.data(withAlpha), size: .maxPixelSize(200))
         assertSRGB8(alphaBitmap, alpha: true, "16-bit with alpha")
         let alphaReference = try reference(seed: 32, alpha: true)
@@ -62,10 +68,12 @@ final class ColourTests: XCTestCase {
             for y in stride(from: 0, to: bitmap.height, by: 13) {
                 for x in stride(from: 0, to: bitmap.width, by: 13) {
                     let pixel = bitmap.pixel(x: x, y: y)!
-                    XCTAssertTrue(pixel[0] == pixel[1] && pixel[1] == pixel[2], "\(format): grey at \(x),\(y) is \(pixel)")
+                    XCTAssertTrue(
+                        pixel[0] == pixel[1] && pixel[1] == pixel[2], "\(format): grey at \(x),\(y) is \(pixel)")
                 }
             }
-            assertLooksLike(bitmap, try reference(seed: 33, grey: true), meanTolerance: 2, pixelTolerance: 2, "\(format)")
+            assertLooksLike(
+                bitmap, try reference(seed: 33, grey: true), meanTolerance: 2, pixelTolerance: 2, "\(format)")
         }
     }
 
@@ -74,7 +82,7 @@ final class ColourTests: XCTestCase {
         let expected = try reference(seed: 34)
         let formats: [(ImageSynthesizer.Format, Double)] = [
             (.jpeg(), 6), (.jpeg(progressive: true), 6), (.webp(), 10), (.webp(lossless: true), 3),
-            (.png(palette: true), 10), (.png(interlaced: true), 1), (.gif, 14), (.tiff, 1),
+            (.png(palette: true), 10), (.png(interlaced: true), 1), (.gif, 14), (.tiff, 1)
         ]
         for (format, tolerance) in formats {
             let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 34, format: format)
@@ -124,19 +132,23 @@ final class EmbeddedProfileTests: XCTestCase {
         return try decoder.decode(.data(converted), size: .maxPixelSize(size))
     }
 
-    func check(_ profile: String, _ name: String, format: ImageSynthesizer.Format = .jpeg(quality: 95),
-               decoder: ImageDecoder = ImageDecoder(), tolerance: Double = 1.0,
-               file: StaticString = #filePath, line: UInt = #line) throws {
+    func check(
+        _ profile: String, _ name: String, format: ImageSynthesizer.Format = .jpeg(quality: 95),
+        decoder: ImageDecoder = ImageDecoder(), tolerance: Double = 1.0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let data = try photo(profile, format: format)
         let expected = try reference(data, decoder: decoder)
         let bitmap = try decoder.decode(.data(data), size: .maxPixelSize(200))
         XCTAssertEqual(bitmap.width, expected.width, name, file: file, line: line)
         let difference = bitmap.meanAbsoluteDifference(to: expected)
-        XCTAssertLessThan(difference, tolerance, "\(name): mean difference to the converted reference", file: file, line: line)
+        XCTAssertLessThan(
+            difference, tolerance, "\(name): mean difference to the converted reference", file: file, line: line)
         // The old behaviour (the profile's numbers shown as sRGB) must fail the same check.
         let unconverted = try decoder.decode(.data(stripICC(data)), size: .maxPixelSize(200))
-        XCTAssertGreaterThan(unconverted.meanAbsoluteDifference(to: expected), 2.0,
-                             "\(name): without the conversion the picture would differ visibly", file: file, line: line)
+        XCTAssertGreaterThan(
+            unconverted.meanAbsoluteDifference(to: expected), 2.0,
+            "\(name): without the conversion the picture would differ visibly", file: file, line: line)
     }
 
     func testDisplayP3JPEGIsConvertedWithItsProfile() throws {
@@ -146,7 +158,9 @@ final class EmbeddedProfileTests: XCTestCase {
 
     func testAdobeRGBJPEGIsConvertedWithItsProfile() throws {
         try check(adobeRGB, "Adobe RGB JPEG")
-        try check(adobeRGB, "Adobe RGB JPEG, quality mode", decoder: ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality)))
+        try check(
+            adobeRGB, "Adobe RGB JPEG, quality mode",
+            decoder: ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality)))
     }
 
     func testPNGTIFFAndWebPAreConvertedWithTheirProfiles() throws {
@@ -164,13 +178,16 @@ final class EmbeddedProfileTests: XCTestCase {
     func testFullSizeDecodeIsConvertedToo() throws {
         let data = try photo("p3")
         let bitmap = try ImageDecoder().decode(.data(data))
-        XCTAssertLessThan(bitmap.meanAbsoluteDifference(to: try reference(data, decoder: ImageDecoder(), size: 600)), 1.0)
+        XCTAssertLessThan(
+            bitmap.meanAbsoluteDifference(to: try reference(data, decoder: ImageDecoder(), size: 600)), 1.0)
     }
 
     func testSRGBProfilesAreRecognisedAndOthersAreNot() throws {
         func profile(of data: Data) throws -> ICCProfile? {
             try ImageInput.data(data).withSource { source throws(VipsError) in
-                let image = try ImageDecoder.load("probe") { vl_load_named("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE) }
+                let image = try ImageDecoder.load("probe") {
+                    vl_load_named("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+                }
                 return image.withBlob("icc-profile-data") { ICCProfile($0) } ?? nil
             }
         }
@@ -180,10 +197,12 @@ final class EmbeddedProfileTests: XCTestCase {
         let p3 = try XCTUnwrap(try profile(of: try photo("p3")))
         XCTAssertFalse(p3.isSRGB, "Display P3 has sRGB's curve but other primaries")
         XCTAssertFalse(try XCTUnwrap(try profile(of: try photo(adobeRGB))).isSRGB, "Adobe RGB")
-        let cmyk = try XCTUnwrap(try profile(of: try ImageSynthesizer.data(width: 64, height: 48, format: .jpeg(cmyk: true))))
+        let cmyk = try XCTUnwrap(
+            try profile(of: try ImageSynthesizer.data(width: 64, height: 48, format: .jpeg(cmyk: true))))
         XCTAssertEqual(cmyk.colourSpace, .cmyk)
         // sRGB's primaries with a gamma 2.2 curve are not sRGB.
-        let gamma = ICCProfileWriter.rgb(description: "sRGB primaries, gamma 2.2", colorants: ICCProfile.srgbColorants, gamma: 2.2)
+        let gamma = ICCProfileWriter.rgb(
+            description: "sRGB primaries, gamma 2.2", colorants: ICCProfile.srgbColorants, gamma: 2.2)
         XCTAssertEqual(gamma.withUnsafeBytes { ICCProfile($0) }?.isSRGB, false)
         // Hostile bytes: truncated, huge tag counts, tags pointing outside.
         var bytes = [UInt8](ICCProfileWriter.adobeRGB())
@@ -218,7 +237,9 @@ func stripICC(_ data: Data) -> Data {
         var out = Array(bytes.prefix(8))
         var index = 8
         while index + 12 <= bytes.count {
-            let length = Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+            let length =
+                Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8
+                | Int(bytes[index + 3])
             let type = String(decoding: bytes[(index + 4)..<(index + 8)], as: UTF8.self)
             if type != "iCCP" { out += bytes[index..<(index + 12 + length)] }
             index += 12 + length

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// `CubicReducer.reduce` sums in floats, unrolled by tap count; these tests
 /// hold it to the plain 14-bit integer arithmetic it stands for, bit for bit.
@@ -30,7 +31,9 @@ final class CubicReducerTests: XCTestCase {
             for i in 0..<(outWidth * 3) {
                 var sum = half
                 for k in 0..<vertical.count {
-                    sum += vertical.weights[y * vertical.count + k] * Int32(intermediate[(vertical.start[y] + k) * outWidth * 3 + i])
+                    sum +=
+                        vertical.weights[y * vertical.count + k]
+                        * Int32(intermediate[(vertical.start[y] + k) * outWidth * 3 + i])
                 }
                 output[y * outWidth * 3 + i] = clamp(sum)
             }
@@ -43,7 +46,8 @@ final class CubicReducerTests: XCTestCase {
         input.withUnsafeBufferPointer { source in
             output.withUnsafeMutableBufferPointer { target in
                 guard let source = source.baseAddress, let target = target.baseAddress else { return }
-                CubicReducer.reduce(source, width: width, height: height, into: target, outWidth: outWidth, outHeight: outHeight)
+                CubicReducer.reduce(
+                    source, width: width, height: height, into: target, outWidth: outWidth, outHeight: outHeight)
             }
         }
         return output
@@ -53,9 +57,11 @@ final class CubicReducerTests: XCTestCase {
         var random = SplitMix64(seed: 15)
         // Every unrolled tap count (4–8: reductions up to 2×), the general loop beyond,
         // unchanged sides, tiny images and odd sizes.
-        let cases = [(320, 240, 256, 192), (500, 375, 256, 192), (375, 500, 192, 256), (640, 480, 320, 240),
-                     (100, 80, 100, 80), (100, 80, 99, 41), (37, 23, 29, 17), (17, 9, 3, 2), (3, 2, 1, 1),
-                     (1, 1, 1, 1), (2, 50, 1, 12), (1000, 10, 97, 10), (260, 260, 256, 256), (301, 207, 151, 200)]
+        let cases = [
+            (320, 240, 256, 192), (500, 375, 256, 192), (375, 500, 192, 256), (640, 480, 320, 240),
+            (100, 80, 100, 80), (100, 80, 99, 41), (37, 23, 29, 17), (17, 9, 3, 2), (3, 2, 1, 1),
+            (1, 1, 1, 1), (2, 50, 1, 12), (1000, 10, 97, 10), (260, 260, 256, 256), (301, 207, 151, 200)
+        ]
         for (width, height, outWidth, outHeight) in cases {
             // Photo-like values (smooth with noise) and full-range extremes, where clamping matters.
             for pattern in 0..<2 {

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// `DecodeCancellation`: a decode on one thread stopped from another, or by
 /// its time limit, part-way through, with the kind that says why.
@@ -48,15 +49,18 @@ final class DecodeCancellationTests: XCTestCase {
         // The kill flags were on that decode's images only: the next decode works.
         let bitmap = try ImageDecoder().decode(input, size: thumbnail)
         XCTAssertEqual(bitmap.width, 256)
-        XCTAssertEqual(VipsRuntime.takeErrorMessage(default: ""), "", "a stopped decode left libvips' error text behind")
+        XCTAssertEqual(
+            VipsRuntime.takeErrorMessage(default: ""), "", "a stopped decode left libvips' error text behind")
     }
 
     func testATimeLimitStopsADecodeWithTimedOut() throws {
         let tiff = try largeTIFF()
         let cancellation = DecodeCancellation()
-        XCTAssertThrowsError(try cancellation.run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
-            try ImageDecoder().decode(.data(tiff), size: thumbnail)
-        }) { error in
+        XCTAssertThrowsError(
+            try cancellation.run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
+                try ImageDecoder().decode(.data(tiff), size: thumbnail)
+            }
+        ) { error in
             XCTAssertEqual((error as? VipsError)?.kind, .timedOut, "\(error)")
         }
         XCTAssertTrue(cancellation.isCancelled)
@@ -66,10 +70,12 @@ final class DecodeCancellationTests: XCTestCase {
         let cancellation = DecodeCancellation()
         cancellation.cancel()
         var ran = false
-        XCTAssertThrowsError(try cancellation.run { () throws(VipsError) -> Int in
-            ran = true
-            return 1
-        }) { error in
+        XCTAssertThrowsError(
+            try cancellation.run { () throws(VipsError) -> Int in
+                ran = true
+                return 1
+            }
+        ) { error in
             XCTAssertEqual((error as? VipsError)?.kind, .cancelled)
         }
         XCTAssertFalse(ran)
@@ -84,16 +90,19 @@ final class DecodeCancellationTests: XCTestCase {
     }
 
     func testAnErrorOfTheDecodeItselfIsKept() {
-        XCTAssertThrowsError(try DecodeCancellation().run(timeLimit: .seconds(600)) { () throws(VipsError) -> Bitmap in
-            try ImageDecoder().decode(.data(Data("not an image".utf8)))
-        }) { error in
+        XCTAssertThrowsError(
+            try DecodeCancellation().run(timeLimit: .seconds(600)) { () throws(VipsError) -> Bitmap in
+                try ImageDecoder().decode(.data(Data("not an image".utf8)))
+            }
+        ) { error in
             XCTAssertEqual((error as? VipsError)?.kind, .unsupportedFormat, "\(error)")
         }
     }
 
     func testATimeLimitThatIsNotPositiveIsRefused() {
         for limit: Duration in [.zero, .seconds(-1)] {
-            XCTAssertThrowsError(try DecodeCancellation().run(timeLimit: limit) { () throws(VipsError) -> Int in 1 }) { error in
+            XCTAssertThrowsError(try DecodeCancellation().run(timeLimit: limit) { () throws(VipsError) -> Int in 1 }) {
+                error in
                 XCTAssertEqual((error as? VipsError)?.kind, .invalidArgument)
             }
         }
@@ -102,11 +111,13 @@ final class DecodeCancellationTests: XCTestCase {
     func testARunInsideAnotherStopsWhenTheOuterOneTimesOut() throws {
         let tiff = try largeTIFF()
         let outer = DecodeCancellation(), inner = DecodeCancellation()
-        XCTAssertThrowsError(try outer.run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
-            try inner.run { () throws(VipsError) -> Bitmap in
-                try ImageDecoder().decode(.data(tiff), size: thumbnail)
+        XCTAssertThrowsError(
+            try outer.run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
+                try inner.run { () throws(VipsError) -> Bitmap in
+                    try ImageDecoder().decode(.data(tiff), size: thumbnail)
+                }
             }
-        }) { error in
+        ) { error in
             XCTAssertEqual((error as? VipsError)?.kind, .timedOut, "\(error)")
         }
         XCTAssertTrue(inner.isCancelled, "the inner run was stopped with the outer one")
@@ -117,9 +128,11 @@ final class DecodeCancellationTests: XCTestCase {
     /// the thumbnail's 192).
     func testTheDirectPNGPathStopsBetweenRows() throws {
         let png = try ImageSynthesizer.data(width: 4000, height: 3000, seed: 8, format: .png())
-        XCTAssertThrowsError(try DecodeCancellation().run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
-            try ImageDecoder().decode(.data(png), size: thumbnail)
-        }) { error in
+        XCTAssertThrowsError(
+            try DecodeCancellation().run(timeLimit: .milliseconds(1)) { () throws(VipsError) -> Bitmap in
+                try ImageDecoder().decode(.data(png), size: thumbnail)
+            }
+        ) { error in
             let error = error as? VipsError
             XCTAssertEqual(error?.kind, .timedOut, "\(String(describing: error))")
             XCTAssertTrue(error?.message.contains(" of 3000 rows") ?? false, error?.message ?? "")

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Decoding every supported format to 8-bit sRGB bitmaps at the requested size.
 final class DecodeFormatsTests: XCTestCase {
@@ -62,7 +63,9 @@ final class DecodeFormatsTests: XCTestCase {
 
     func testLosslessFormatsDecodeToTheSynthesisedPixels() throws {
         let source = try ImageSynthesizer.bitmap(width: 120, height: 90, seed: 12)
-        for format: ImageSynthesizer.Format in [.png(), .png(interlaced: true), .png(sixteenBit: true), .webp(lossless: true), .tiff] {
+        for format: ImageSynthesizer.Format in [
+            .png(), .png(interlaced: true), .png(sixteenBit: true), .webp(lossless: true), .tiff
+        ] {
             let data = try ImageSynthesizer.data(width: 120, height: 90, seed: 12, format: format)
             let bitmap = try decoder.decode(.data(data))
             XCTAssertEqual(bitmap.bytes, source.bytes, "\(format) is lossless")
@@ -86,7 +89,9 @@ final class DecodeFormatsTests: XCTestCase {
 
     func testNeverUpscalesUnlessAllowed() throws {
         let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 9, format: .jpeg())
-        for size: TargetSize in [.maxPixelSize(400), .maxPixelSize(1000), .fit(width: 800, height: 301), .fit(width: 4000, height: 3000)] {
+        for size: TargetSize in [
+            .maxPixelSize(400), .maxPixelSize(1000), .fit(width: 800, height: 301), .fit(width: 4000, height: 3000)
+        ] {
             let bitmap = try decoder.decode(.data(data), size: size)
             XCTAssertEqual(bitmap.width, 400, "\(size)")
             XCTAssertEqual(bitmap.height, 300, "\(size)")
@@ -202,15 +207,28 @@ final class DecodeFormatsTests: XCTestCase {
         let quality = ImageDecoder(options: DecodeOptions(shrinkOnLoad: .quality))
         var sources: [(String, Data)] = [
             ("png", try ImageSynthesizer.data(width: 1001, height: 701, seed: 21, format: .png())),
-            ("png with alpha", try ImageSynthesizer.data(width: 1001, height: 701, seed: 23, alpha: true, format: .png())),
-            ("16-bit png with alpha", try ImageSynthesizer.data(width: 1001, height: 701, seed: 24, alpha: true,
-                                                               format: .png(sixteenBit: true))),
+            (
+                "png with alpha",
+                try ImageSynthesizer.data(width: 1001, height: 701, seed: 23, alpha: true, format: .png())
+            ),
+            (
+                "16-bit png with alpha",
+                try ImageSynthesizer.data(
+                    width: 1001, height: 701, seed: 24, alpha: true,
+                    format: .png(sixteenBit: true))
+            )
         ]
         for orientation in [1, 6, 8] {
-            sources.append(("jpeg orientation \(orientation)",
-                            try ImageSynthesizer.data(width: 1001, height: 701, seed: 22, format: .jpeg(orientation: orientation))))
+            sources.append(
+                (
+                    "jpeg orientation \(orientation)",
+                    try ImageSynthesizer.data(
+                        width: 1001, height: 701, seed: 22, format: .jpeg(orientation: orientation))
+                ))
         }
-        let boxes: [TargetSize] = [.maxPixelSize(600), .maxPixelSize(557), .fit(width: 560, height: 640), .fit(width: 900, height: 520)]
+        let boxes: [TargetSize] = [
+            .maxPixelSize(600), .maxPixelSize(557), .fit(width: 560, height: 640), .fit(width: 900, height: 520)
+        ]
         for (name, data) in sources {
             for box in boxes {
                 let fast = try decoder.decode(.data(data), size: box)
@@ -225,8 +243,9 @@ final class DecodeFormatsTests: XCTestCase {
             for box in [TargetSize.maxPixelSize(200), .maxPixelSize(64), .fit(width: 333, height: 100)] {
                 let fast = try decoder.decode(.data(data), size: box)
                 let reference = try quality.decode(.data(data), size: box)
-                XCTAssertEqual([fast.width, fast.height, fast.channels], [reference.width, reference.height, reference.channels],
-                               "\(name), \(box)")
+                XCTAssertEqual(
+                    [fast.width, fast.height, fast.channels], [reference.width, reference.height, reference.channels],
+                    "\(name), \(box)")
                 guard fast.width == reference.width, fast.height == reference.height else { continue }
                 XCTAssertLessThan(fast.meanAbsoluteDifference(to: reference), 2.5, "\(name), \(box)")
             }

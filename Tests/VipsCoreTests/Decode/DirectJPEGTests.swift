@@ -1,8 +1,9 @@
 import CVipsShim
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// The direct libjpeg-turbo path: which JPEGs take it (decided from the
 /// header), and that what it returns is what the libvips path returns.
@@ -44,10 +45,12 @@ final class DirectJPEGTests: XCTestCase {
     func testArithmeticCodedJPEGDecodesThroughLibvips() throws {
         // jpegtran (libjpeg-turbo-progs, installed by scripts/setup.sh) re-codes losslessly.
         let folder = try TemporaryFolder()
-        let plain = try folder.write(try ImageSynthesizer.data(width: 320, height: 240, seed: 3, format: .jpeg()), named: "plain.jpg")
+        let plain = try folder.write(
+            try ImageSynthesizer.data(width: 320, height: 240, seed: 3, format: .jpeg()), named: "plain.jpg")
         let arithmetic = folder.path("arithmetic.jpg")
-        let tool = try XCTUnwrap(["/usr/bin/jpegtran", "/usr/local/bin/jpegtran"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                                 "jpegtran is installed by scripts/setup.sh")
+        let tool = try XCTUnwrap(
+            ["/usr/bin/jpegtran", "/usr/local/bin/jpegtran"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            "jpegtran is installed by scripts/setup.sh")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = ["-arithmetic", "-outfile", arithmetic, plain]
@@ -63,7 +66,9 @@ final class DirectJPEGTests: XCTestCase {
 
     func testTwelveBitHeaderFailsTyped() throws {
         let plain = try ImageSynthesizer.data(width: 120, height: 80, format: .jpeg())
-        assertThrowsKind(.corruptData) { () throws(VipsError) in try fast.decode(.data(withPrecision(12, plain)), size: .maxPixelSize(50)) }
+        assertThrowsKind(.corruptData) { () throws(VipsError) in
+            try fast.decode(.data(withPrecision(12, plain)), size: .maxPixelSize(50))
+        }
     }
 
     // MARK: - Pixels and sizes
@@ -71,12 +76,15 @@ final class DirectJPEGTests: XCTestCase {
     func testSizesAreTodaysFastModeAndPixelsMatchTheLibvipsPaths() throws {
         let sources: [(Int, Int, ImageSynthesizer.Format)] = [
             (1600, 1200, .jpeg(quality: 90)), (1600, 1200, .jpeg(quality: 85, progressive: true)),
-            (641, 479, .jpeg()), (999, 333, .jpeg(quality: 75)), (2, 48, .jpeg()), (640, 480, .jpeg(orientation: 6)),
+            (641, 479, .jpeg()), (999, 333, .jpeg(quality: 75)), (2, 48, .jpeg()), (640, 480, .jpeg(orientation: 6))
         ]
         for (index, (width, height, format)) in sources.enumerated() {
             let data = try ImageSynthesizer.data(width: width, height: height, seed: 60 + index, format: format)
             XCTAssertEqual(fast.jpegRoute(.data(data)), .direct)
-            for size in [TargetSize.maxPixelSize(256), .maxPixelSize(200), .fit(width: 100, height: 37), .maxPixelSize(8), .original] {
+            for size in [
+                TargetSize.maxPixelSize(256), .maxPixelSize(200), .fit(width: 100, height: 37), .maxPixelSize(8),
+                .original
+            ] {
                 let label = "\(width)×\(height) \(format) → \(size)"
                 let direct = try fast.decode(.data(data), size: size)
                 let viaLibvips = try libvipsFast.decode(.data(data), size: size)
@@ -87,7 +95,8 @@ final class DirectJPEGTests: XCTestCase {
                 // cubic): within rounding of each other.
                 let (fastMean, fastMaximum) = difference(direct, viaLibvips)
                 // (Tiny outputs, tens of pixels from a reduction of 100× or more, average over few pixels.)
-                XCTAssertLessThanOrEqual(fastMean, direct.width * direct.height >= 4096 ? 0.5 : 1.5, "\(label): mean vs libvips' fast path")
+                XCTAssertLessThanOrEqual(
+                    fastMean, direct.width * direct.height >= 4096 ? 0.5 : 1.5, "\(label): mean vs libvips' fast path")
                 XCTAssertLessThanOrEqual(fastMaximum, 8, "\(label): max vs libvips' fast path")
                 // Against the quality path (lanczos3 from twice the size) the direct path is no
                 // further than today's fast path, within rounding. (On these synthetic images, with per-pixel noise
@@ -105,15 +114,18 @@ final class DirectJPEGTests: XCTestCase {
 
     func testEveryOrientationOnTheDirectPath() throws {
         for orientation in 1...8 {
-            let data = try ImageSynthesizer.data(width: 320, height: 200, seed: 70, marker: true, format: .jpeg(orientation: orientation))
+            let data = try ImageSynthesizer.data(
+                width: 320, height: 200, seed: 70, marker: true, format: .jpeg(orientation: orientation))
             XCTAssertEqual(fast.jpegRoute(.data(data)), .direct)
             XCTAssertEqual(try fast.info(.data(data)).orientation, orientation, "libvips reads the same tag")
             for size in [TargetSize.maxPixelSize(80), .original] {
                 let direct = try fast.decode(.data(data), size: size)
                 let viaLibvips = try libvipsFast.decode(.data(data), size: size)
-                XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
+                XCTAssertEqual(
+                    [direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
                 XCTAssertEqual(direct.width > direct.height, orientation < 5, "upright, orientation \(orientation)")
-                XCTAssertLessThan(direct.meanAbsoluteDifference(to: viaLibvips), 0.5, "orientation \(orientation) \(size)")
+                XCTAssertLessThan(
+                    direct.meanAbsoluteDifference(to: viaLibvips), 0.5, "orientation \(orientation) \(size)")
             }
         }
     }
@@ -122,7 +134,9 @@ final class DirectJPEGTests: XCTestCase {
         func read(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBytes { EXIFOrientation.read($0) } }
         let good: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
         XCTAssertEqual(read(good), 6)
-        var little: [UInt8] = [0x49, 0x49, 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
+        var little: [UInt8] = [
+            0x49, 0x49, 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0
+        ]
         XCTAssertEqual(read(little), 3)
         little[18] = 9
         XCTAssertNil(read(little), "out of range")
@@ -142,8 +156,9 @@ final class DirectJPEGTests: XCTestCase {
         let plain = [UInt8](try ImageSynthesizer.data(width: 96, height: 64, seed: 12, format: .jpeg(quality: 60)))
         func inserting(_ marker: UInt8, _ payload: [UInt8]) -> Data {
             let length = min(payload.count + 2, 0xFFFF)
-            return Data(plain.prefix(2) + [0xFF, marker, UInt8(length >> 8), UInt8(length & 0xFF)]
-                        + payload.prefix(length - 2) + plain.dropFirst(2))
+            return Data(
+                plain.prefix(2) + [0xFF, marker, UInt8(length >> 8), UInt8(length & 0xFF)]
+                    + payload.prefix(length - 2) + plain.dropFirst(2))
         }
         var generator = SystemRandomNumberGenerator()
         var inputs: [Data] = []
@@ -178,15 +193,20 @@ final class DirectJPEGTests: XCTestCase {
             }
         }
         // A truncated ICC profile is not taken for sRGB: such files go to libvips.
-        XCTAssertEqual(fast.jpegRoute(.data(inserting(0xE2, icc + [1, 1] + profile.prefix(40)))), .libvips("ICC profile is not sRGB"))
-        XCTAssertEqual(fast.jpegRoute(.data(inserting(0xE2, icc + [2, 1] + profile))), .libvips("ICC profile chunks malformed"))
+        XCTAssertEqual(
+            fast.jpegRoute(.data(inserting(0xE2, icc + [1, 1] + profile.prefix(40)))),
+            .libvips("ICC profile is not sRGB"))
+        XCTAssertEqual(
+            fast.jpegRoute(.data(inserting(0xE2, icc + [2, 1] + profile))), .libvips("ICC profile chunks malformed"))
     }
 
     func testStrictTurnsLibjpegWarningsIntoErrors() throws {
         let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 41, format: .jpeg())
         let half = Data(data.prefix(data.count / 2))
         XCTAssertEqual(strict.jpegRoute(.data(half)), .direct)
-        assertThrowsKind(.truncatedData) { () throws(VipsError) in try strict.decode(.data(half), size: .maxPixelSize(64)) }
+        assertThrowsKind(.truncatedData) { () throws(VipsError) in
+            try strict.decode(.data(half), size: .maxPixelSize(64))
+        }
         XCTAssertEqual(try fast.decode(.data(half), size: .maxPixelSize(64)).width, 64, "lenient decodes what is there")
 
         // Garbage in the entropy-coded data: a corrupt-data warning.
@@ -195,7 +215,9 @@ final class DirectJPEGTests: XCTestCase {
         for index in start..<(start + 400) { garbled[index] = UInt8(truncatingIfNeeded: index &* 131) | 0x01 }
         let corrupt = Data(garbled)
         XCTAssertEqual(strict.jpegRoute(.data(corrupt)), .direct)
-        let error = assertThrowsKind(.corruptData) { () throws(VipsError) in try strict.decode(.data(corrupt), size: .maxPixelSize(64)) }
+        let error = assertThrowsKind(.corruptData) { () throws(VipsError) in
+            try strict.decode(.data(corrupt), size: .maxPixelSize(64))
+        }
         XCTAssertNotNil(error)
         XCTAssertNoThrow(try fast.decode(.data(corrupt), size: .maxPixelSize(64)))
     }
@@ -205,7 +227,9 @@ final class DirectJPEGTests: XCTestCase {
         // The frame header claims 60000×60000; the file is a few KB.
         let huge = withFrameSize(width: 60000, height: 60000, plain)
         XCTAssertEqual(fast.jpegRoute(.data(huge)), .direct)
-        let error = assertThrowsKind(.tooLarge) { () throws(VipsError) in try fast.decode(.data(huge), size: .maxPixelSize(64)) }
+        let error = assertThrowsKind(.tooLarge) { () throws(VipsError) in
+            try fast.decode(.data(huge), size: .maxPixelSize(64))
+        }
         XCTAssertTrue(error?.message.contains("60000×60000") ?? false, error?.message ?? "")
         let small = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 1000)))
         assertThrowsKind(.tooLarge) { () throws(VipsError) in try small.decode(.data(plain), size: .maxPixelSize(8)) }
@@ -213,10 +237,12 @@ final class DirectJPEGTests: XCTestCase {
 
     func testFilesTakeTheDirectPathToo() throws {
         let folder = try TemporaryFolder()
-        let path = try folder.write(try ImageSynthesizer.data(width: 800, height: 600, seed: 9, format: .jpeg()), named: "a.jpg")
+        let path = try folder.write(
+            try ImageSynthesizer.data(width: 800, height: 600, seed: 9, format: .jpeg()), named: "a.jpg")
         XCTAssertEqual(fast.jpegRoute(.file(path)), .direct)
         let fromFile = try fast.decode(.file(path), size: .maxPixelSize(128))
-        let fromData = try fast.decode(.data(try Data(contentsOf: URL(fileURLWithPath: path))), size: .maxPixelSize(128))
+        let fromData = try fast.decode(
+            .data(try Data(contentsOf: URL(fileURLWithPath: path))), size: .maxPixelSize(128))
         XCTAssertEqual(fromFile.bytes, fromData.bytes)
         // A file above the mapping limit streams through libvips instead (its pages would
         // all be resident during the decode): here a small JPEG padded after its EOI.
@@ -227,7 +253,9 @@ final class DirectJPEGTests: XCTestCase {
         XCTAssertEqual(try fast.decode(.file(large), size: .maxPixelSize(128)).width, 128)
         XCTAssertEqual(fast.jpegRoute(.data(padded)), .direct, "bytes already in memory are not mapped")
         // A missing file fails as it did before the direct path (from the size probe).
-        assertThrowsKind(.io) { () throws(VipsError) in try fast.decode(.file(folder.path("missing.jpg")), size: .maxPixelSize(8)) }
+        assertThrowsKind(.io) { () throws(VipsError) in
+            try fast.decode(.file(folder.path("missing.jpg")), size: .maxPixelSize(8))
+        }
     }
 
     // MARK: - Helpers
@@ -235,7 +263,9 @@ final class DirectJPEGTests: XCTestCase {
     func greyJPEG() throws -> Data {
         let png = try ImageSynthesizer.data(width: 120, height: 80, format: .png(grey: true))
         return try ImageInput.data(png).withSource { source throws(VipsError) in
-            let image = try ImageDecoder.load("grey") { vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE) }
+            let image = try ImageDecoder.load("grey") {
+                vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+            }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
             guard vl_jpegsave_buffer(image.pointer, &buffer, &length, 90, 0) == 0, let buffer else {
@@ -271,7 +301,8 @@ final class DirectJPEGTests: XCTestCase {
     func withFrameSize(width: Int, height: Int, _ data: Data) -> Data {
         var bytes = [UInt8](data)
         let at = frameOffset(bytes)! + 4
-        bytes.replaceSubrange(at..<(at + 4), with: [UInt8(height >> 8), UInt8(height & 0xFF), UInt8(width >> 8), UInt8(width & 0xFF)])
+        bytes.replaceSubrange(
+            at..<(at + 4), with: [UInt8(height >> 8), UInt8(height & 0xFF), UInt8(width >> 8), UInt8(width & 0xFF)])
         return Data(bytes)
     }
 

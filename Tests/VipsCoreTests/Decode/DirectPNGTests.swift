@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// The direct libspng path: which PNGs take it (decided from the header),
 /// and that what it returns is what the libvips path returns.
@@ -17,17 +18,46 @@ final class DirectPNGTests: XCTestCase {
         var kinds: [(String, Data)] = []
         for alpha in [false, true] {
             let suffix = alpha ? " + alpha" : ""
-            kinds.append(("RGB\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha, format: .png())))
-            kinds.append(("grey\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
-                                                                     format: .png(grey: true))))
-            kinds.append(("16-bit RGB\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
-                                                                           format: .png(sixteenBit: true))))
-            kinds.append(("16-bit grey\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
-                                                                            format: .png(sixteenBit: true, grey: true))))
-            kinds.append(("palette\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
-                                                                        format: .png(palette: true))))
-            kinds.append(("interlaced\(suffix)", try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha,
-                                                                           format: .png(interlaced: true))))
+            kinds.append(
+                (
+                    "RGB\(suffix)",
+                    try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha, format: .png())
+                ))
+            kinds.append(
+                (
+                    "grey\(suffix)",
+                    try ImageSynthesizer.data(
+                        width: width, height: height, seed: seed, alpha: alpha,
+                        format: .png(grey: true))
+                ))
+            kinds.append(
+                (
+                    "16-bit RGB\(suffix)",
+                    try ImageSynthesizer.data(
+                        width: width, height: height, seed: seed, alpha: alpha,
+                        format: .png(sixteenBit: true))
+                ))
+            kinds.append(
+                (
+                    "16-bit grey\(suffix)",
+                    try ImageSynthesizer.data(
+                        width: width, height: height, seed: seed, alpha: alpha,
+                        format: .png(sixteenBit: true, grey: true))
+                ))
+            kinds.append(
+                (
+                    "palette\(suffix)",
+                    try ImageSynthesizer.data(
+                        width: width, height: height, seed: seed, alpha: alpha,
+                        format: .png(palette: true))
+                ))
+            kinds.append(
+                (
+                    "interlaced\(suffix)",
+                    try ImageSynthesizer.data(
+                        width: width, height: height, seed: seed, alpha: alpha,
+                        format: .png(interlaced: true))
+                ))
         }
         return kinds
     }
@@ -40,7 +70,8 @@ final class DirectPNGTests: XCTestCase {
         }
         let srgb = try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "srgb", format: .png())
         XCTAssertEqual(fast.pngRoute(.data(srgb)), .direct, "an sRGB profile")
-        XCTAssertEqual(fast.pngRoute(.data(try Self.withChunk("eXIf", Self.orientationEXIF(6), into: srgb))), .direct, "eXIf")
+        XCTAssertEqual(
+            fast.pngRoute(.data(try Self.withChunk("eXIf", Self.orientationEXIF(6), into: srgb))), .direct, "eXIf")
     }
 
     func testEverythingElseIsSentToLibvipsFromTheHeader() throws {
@@ -68,8 +99,9 @@ final class DirectPNGTests: XCTestCase {
 
     func testRoutedToLibvipsStillDecodeAsBefore() throws {
         let p3 = try ImageSynthesizer.data(width: 300, height: 200, seed: 5, iccProfile: "p3", format: .png())
-        let animated = try Self.withChunk("acTL", [0, 0, 0, 1, 0, 0, 0, 0],
-                                          into: try ImageSynthesizer.data(width: 300, height: 200, seed: 5, format: .png()))
+        let animated = try Self.withChunk(
+            "acTL", [0, 0, 0, 1, 0, 0, 0, 0],
+            into: try ImageSynthesizer.data(width: 300, height: 200, seed: 5, format: .png()))
         for data in [p3, animated] {
             let decoded = try fast.decode(.data(data), size: .maxPixelSize(100))
             let reference = try libvipsFast.decode(.data(data), size: .maxPixelSize(100))
@@ -82,17 +114,23 @@ final class DirectPNGTests: XCTestCase {
     func testSizesAreTodaysFastModeAndPixelsMatchTheLibvipsPath() throws {
         for (width, height) in [(300, 200), (97, 33)] {
             for (label, data) in try directKinds(width: width, height: height, seed: width) {
-                for size in [TargetSize.maxPixelSize(256), .maxPixelSize(100), .fit(width: 50, height: 37), .maxPixelSize(8),
-                             .original, .maxPixelSize(2000)] {
+                for size in [
+                    TargetSize.maxPixelSize(256), .maxPixelSize(100), .fit(width: 50, height: 37), .maxPixelSize(8),
+                    .original, .maxPixelSize(2000)
+                ] {
                     let what = "\(width)×\(height) \(label) → \(size)"
-                    XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false),
-                                    "\(what): decoded on the direct path, not handed back to libvips")
+                    XCTAssertNotNil(
+                        try fast.decodePNGDirectly(
+                            .data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false),
+                        "\(what): decoded on the direct path, not handed back to libvips")
                     let direct = try fast.decode(.data(data), size: size)
                     let viaLibvips = try libvipsFast.decode(.data(data), size: size)
-                    XCTAssertEqual([direct.width, direct.height, direct.channels],
-                                   [viaLibvips.width, viaLibvips.height, viaLibvips.channels], what)
+                    XCTAssertEqual(
+                        [direct.width, direct.height, direct.channels],
+                        [viaLibvips.width, viaLibvips.height, viaLibvips.channels], what)
                     guard direct.width == viaLibvips.width, direct.height == viaLibvips.height,
-                          direct.channels == viaLibvips.channels else { continue }
+                        direct.channels == viaLibvips.channels
+                    else { continue }
                     let (mean, maximum) = difference(direct, viaLibvips)
                     XCTAssertLessThanOrEqual(mean, 1.0, "\(what): mean")
                     XCTAssertLessThanOrEqual(maximum, 16, "\(what): max")
@@ -107,7 +145,9 @@ final class DirectPNGTests: XCTestCase {
             let data = try ImageSynthesizer.data(width: 2000, height: 1500, seed: 9, alpha: alpha, format: .png())
             let direct = try fast.decode(.data(data), size: .maxPixelSize(256))
             let viaLibvips = try libvipsFast.decode(.data(data), size: .maxPixelSize(256))
-            XCTAssertEqual([direct.width, direct.height, direct.channels], [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
+            XCTAssertEqual(
+                [direct.width, direct.height, direct.channels],
+                [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
             let (mean, maximum) = difference(direct, viaLibvips)
             XCTAssertLessThanOrEqual(mean, 1.0, "alpha \(alpha)")
             XCTAssertLessThanOrEqual(maximum, 16, "alpha \(alpha)")
@@ -118,21 +158,27 @@ final class DirectPNGTests: XCTestCase {
         // A colour key on RGB and on grey (tRNS), and a palette with alpha entries (PLTE + tRNS).
         let rgb = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png())
         let grey = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, format: .png(grey: true))
-        let palette = try ImageSynthesizer.data(width: 240, height: 160, seed: 21, alpha: true, format: .png(palette: true))
+        let palette = try ImageSynthesizer.data(
+            width: 240, height: 160, seed: 21, alpha: true, format: .png(palette: true))
         let keyed: [(String, Data)] = [
             ("RGB + tRNS", try Self.withChunk("tRNS", [0, 128, 0, 128, 0, 128], into: rgb)),
             ("grey + tRNS", try Self.withChunk("tRNS", [0, 128], into: grey)),
-            ("palette + tRNS", palette),
+            ("palette + tRNS", palette)
         ]
         for (label, data) in keyed {
             XCTAssertEqual(fast.pngRoute(.data(data)), .direct, label)
-            XCTAssertEqual(try ImageDecoder.withPNGReader(.data(data), strict: false) { $0.header?.hasTRNS }, true, label)
+            XCTAssertEqual(
+                try ImageDecoder.withPNGReader(.data(data), strict: false) { $0.header?.hasTRNS }, true, label)
             for size in [TargetSize.maxPixelSize(100), .original] {
-                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false), label)
+                XCTAssertNotNil(
+                    try fast.decodePNGDirectly(
+                        .data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false), label)
                 let direct = try fast.decode(.data(data), size: size)
                 let viaLibvips = try libvipsFast.decode(.data(data), size: size)
                 XCTAssertEqual(direct.channels, 4, "\(label): alpha kept")
-                XCTAssertEqual([direct.width, direct.height, direct.channels], [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
+                XCTAssertEqual(
+                    [direct.width, direct.height, direct.channels],
+                    [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
                 guard direct.bytes.count == viaLibvips.bytes.count else { continue }
                 let (mean, maximum) = difference(direct, viaLibvips)
                 XCTAssertLessThanOrEqual(mean, 1.0, "\(label) \(size)")
@@ -148,14 +194,18 @@ final class DirectPNGTests: XCTestCase {
             XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
             XCTAssertEqual(try fast.info(.data(data)).orientation, orientation, "libvips reads the same chunk")
             for size in [TargetSize.maxPixelSize(80), .original] {
-                XCTAssertNotNil(try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false))
+                XCTAssertNotNil(
+                    try fast.decodePNGDirectly(.data(data), box: size.pixelBox(scale: 1), scale: 1, allowUpscale: false)
+                )
                 let direct = try fast.decode(.data(data), size: size)
                 let viaLibvips = try libvipsFast.decode(.data(data), size: size)
-                XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
+                XCTAssertEqual(
+                    [direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(orientation)")
                 XCTAssertEqual(direct.width > direct.height, orientation < 5, "upright, orientation \(orientation)")
                 XCTAssertEqual(direct.source?.info.orientation, orientation)
                 guard direct.width == viaLibvips.width, direct.height == viaLibvips.height else { continue }
-                XCTAssertLessThan(direct.meanAbsoluteDifference(to: viaLibvips), 1.0, "orientation \(orientation) \(size)")
+                XCTAssertLessThan(
+                    direct.meanAbsoluteDifference(to: viaLibvips), 1.0, "orientation \(orientation) \(size)")
             }
         }
     }
@@ -164,13 +214,17 @@ final class DirectPNGTests: XCTestCase {
         let plain = try ImageSynthesizer.data(width: 200, height: 150, seed: 31, format: .png())
         // gAMA 1/1.0 (linear) and a cHRM with odd primaries: libvips 8.14 applies neither.
         let gamma = try Self.withChunk("gAMA", [0, 1, 0x86, 0xA0], into: plain)
-        let chromaticity = try Self.withChunk("cHRM", [UInt8](repeating: 0, count: 24).enumerated().map { UInt8(($0.offset * 37) & 0x7F) },
-                                              into: gamma)
+        let chromaticity = try Self.withChunk(
+            "cHRM", [UInt8](repeating: 0, count: 24).enumerated().map { UInt8(($0.offset * 37) & 0x7F) },
+            into: gamma)
         for data in [gamma, chromaticity] {
             XCTAssertEqual(fast.pngRoute(.data(data)), .direct)
             let direct = try fast.decode(.data(data), size: .maxPixelSize(100))
-            XCTAssertEqual(direct.bytes, try fast.decode(.data(plain), size: .maxPixelSize(100)).bytes, "pixels as without the chunk")
-            XCTAssertLessThanOrEqual(difference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
+            XCTAssertEqual(
+                direct.bytes, try fast.decode(.data(plain), size: .maxPixelSize(100)).bytes,
+                "pixels as without the chunk")
+            XCTAssertLessThanOrEqual(
+                difference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
         }
     }
 
@@ -179,8 +233,9 @@ final class DirectPNGTests: XCTestCase {
         for (label, data) in try directKinds(width: 200, height: 120, seed: 4) {
             let path = try folder.write(data, named: "image.png")
             XCTAssertEqual(fast.pngRoute(.file(path)), .direct, label)
-            XCTAssertEqual(try fast.decode(.file(path), size: .maxPixelSize(64)).bytes,
-                           try fast.decode(.data(data), size: .maxPixelSize(64)).bytes, label)
+            XCTAssertEqual(
+                try fast.decode(.file(path), size: .maxPixelSize(64)).bytes,
+                try fast.decode(.data(data), size: .maxPixelSize(64)).bytes, label)
         }
     }
 
@@ -199,19 +254,25 @@ final class DirectPNGTests: XCTestCase {
         let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 41, format: .png())
         let half = Data(data.prefix(data.count / 2))
         XCTAssertEqual(strict.pngRoute(.data(half)), .direct, "the header is whole")
-        assertThrowsKind(.truncatedData) { () throws(VipsError) in try strict.decode(.data(half), size: .maxPixelSize(64)) }
+        assertThrowsKind(.truncatedData) { () throws(VipsError) in
+            try strict.decode(.data(half), size: .maxPixelSize(64))
+        }
         // Lenient: what libvips makes of it, exactly (the damaged file is handed to it).
         XCTAssertNil(try fast.decodePNGDirectly(.data(half), box: (64, 64), scale: 1, allowUpscale: false))
-        XCTAssertEqual(try fast.decode(.data(half), size: .maxPixelSize(64)).bytes,
-                       try libvipsFast.decode(.data(half), size: .maxPixelSize(64)).bytes)
+        XCTAssertEqual(
+            try fast.decode(.data(half), size: .maxPixelSize(64)).bytes,
+            try libvipsFast.decode(.data(half), size: .maxPixelSize(64)).bytes)
 
         // Garbage inside the image data: the chunk's CRC no longer matches.
         var garbled = [UInt8](data)
         let start = garbled.count / 2
         for index in start..<(start + 300) { garbled[index] = UInt8(truncatingIfNeeded: index &* 131) }
         let corrupt = Data(garbled)
-        assertThrowsKind(.corruptData) { () throws(VipsError) in try strict.decode(.data(corrupt), size: .maxPixelSize(64)) }
-        XCTAssertThrowsError(try libvipsStrict.decode(.data(corrupt), size: .maxPixelSize(64)), "libvips refuses it too")
+        assertThrowsKind(.corruptData) { () throws(VipsError) in
+            try strict.decode(.data(corrupt), size: .maxPixelSize(64))
+        }
+        XCTAssertThrowsError(
+            try libvipsStrict.decode(.data(corrupt), size: .maxPixelSize(64)), "libvips refuses it too")
         let lenient = try fast.decode(.data(corrupt), size: .maxPixelSize(64))
         XCTAssertEqual(lenient.bytes, try libvipsFast.decode(.data(corrupt), size: .maxPixelSize(64)).bytes)
     }
@@ -220,10 +281,14 @@ final class DirectPNGTests: XCTestCase {
         let plain = try ImageSynthesizer.data(width: 64, height: 48, seed: 12, alpha: true, format: .png())
         var generator = SplitMix64(seed: 15)
         var inputs: [Data] = []
-        for (index, type) in ["eXIf", "iCCP", "tRNS", "acTL", "PLTE", "sBIT", "zTXt", "IHDR", "IDAT", "gAMA"].enumerated() {
+        for (index, type) in ["eXIf", "iCCP", "tRNS", "acTL", "PLTE", "sBIT", "zTXt", "IHDR", "IDAT", "gAMA"]
+            .enumerated()
+        {
             for length in [0, 1, 6, 26, 300] {
                 var payload = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-                if type == "eXIf", length >= 8 { payload.replaceSubrange(0..<4, with: index % 2 == 0 ? [0x4D, 0x4D, 0, 42] : [0x49, 0x49, 42, 0]) }
+                if type == "eXIf", length >= 8 {
+                    payload.replaceSubrange(0..<4, with: index % 2 == 0 ? [0x4D, 0x4D, 0, 42] : [0x49, 0x49, 42, 0])
+                }
                 inputs.append(try Self.withChunk(type, payload, into: plain))
             }
         }
@@ -242,7 +307,8 @@ final class DirectPNGTests: XCTestCase {
             for decoder in [fast, strict] {
                 do {
                     let bitmap = try decoder.decode(.data(input), size: .maxPixelSize(32))
-                    XCTAssertTrue(bitmap.width <= 32 && bitmap.height <= 32 && (bitmap.channels == 3 || bitmap.channels == 4))
+                    XCTAssertTrue(
+                        bitmap.width <= 32 && bitmap.height <= 32 && (bitmap.channels == 3 || bitmap.channels == 4))
                     XCTAssertEqual(bitmap.bytes.count, bitmap.width * bitmap.height * bitmap.channels)
                 } catch {
                     XCTAssertFalse(error.message.isEmpty)
@@ -271,8 +337,10 @@ final class DirectPNGTests: XCTestCase {
             return bigEndian(UInt32(payload.count)) + body + bigEndian(crc32(body))
         }
         let ihdr = bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, interlaced ? 1 : 0]
-        return Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", [0x78, 0x9C, 3, 0, 0, 0, 0, 1])
-                    + chunk("IEND", []))
+        return Data(
+            [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr)
+                + chunk("IDAT", [0x78, 0x9C, 3, 0, 0, 0, 0, 1])
+                + chunk("IEND", []))
     }
 
     /// A big-endian TIFF structure holding only an orientation tag.
@@ -288,7 +356,8 @@ final class DirectPNGTests: XCTestCase {
         guard bytes.count > end else { throw VipsError(.invalidArgument, "not a PNG") }
         let body = Array(type.utf8) + payload
         let length = UInt32(payload.count), crc = crc32(body)
-        let chunk = [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
+        let chunk =
+            [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
             + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
         return Data(bytes[..<end] + chunk + bytes[end...])
     }
@@ -301,7 +370,9 @@ final class DirectPNGTests: XCTestCase {
             let end = at + 8 + length
             guard length >= 0, end + 4 <= bytes.count else { break }
             let crc = crc32(Array(bytes[(at + 4)..<end]))
-            bytes.replaceSubrange(end..<(end + 4), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+            bytes.replaceSubrange(
+                end..<(end + 4),
+                with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
             at = end + 4
         }
         return Data(bytes)

@@ -1,8 +1,9 @@
 import CVipsShim
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// The direct libwebp path: which WebPs take it (decided from the header),
 /// and that what it returns is what the libvips path returns.
@@ -18,12 +19,13 @@ final class DirectWebPTests: XCTestCase {
     func testStillWebPsTakeTheDirectPath() throws {
         let formats: [(ImageSynthesizer.Format, Bool)] = [
             (.webp(), false), (.webp(lossless: true), false), (.webp(lossless: true), true), (.webp(quality: 60), true),
-            (.webp(orientation: 6), false),
+            (.webp(orientation: 6), false)
         ]
         for (format, alpha) in formats {
             let data = try ImageSynthesizer.data(width: 120, height: 80, alpha: alpha, format: format)
             XCTAssertEqual(fast.webpRoute(.data(data)), .direct, "\(format) alpha \(alpha)")
-            XCTAssertEqual(fast.webpRoute(.data(data), size: .maxPixelSize(30)), .direct, "\(format) alpha \(alpha) → 30")
+            XCTAssertEqual(
+                fast.webpRoute(.data(data), size: .maxPixelSize(30)), .direct, "\(format) alpha \(alpha) → 30")
         }
         let srgb = try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "srgb", format: .webp())
         XCTAssertEqual(fast.webpRoute(.data(srgb)), .direct, "an sRGB profile")
@@ -32,7 +34,8 @@ final class DirectWebPTests: XCTestCase {
     func testEverythingElseIsSentToLibvipsFromTheHeader() throws {
         let plain = try ImageSynthesizer.data(width: 120, height: 80, format: .webp())
         XCTAssertEqual(quality.webpRoute(.data(plain)), .libvips("quality mode uses libvips' lanczos path"))
-        XCTAssertEqual(fast.webpRoute(.data(plain), size: .maxPixelSize(400), allowUpscale: true), .libvips("upscaling"))
+        XCTAssertEqual(
+            fast.webpRoute(.data(plain), size: .maxPixelSize(400), allowUpscale: true), .libvips("upscaling"))
         let p3 = try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "p3", format: .webp())
         XCTAssertEqual(fast.webpRoute(.data(p3)), .libvips("ICC profile is not sRGB"))
         XCTAssertEqual(fast.webpRoute(.data(try animated())), .libvips("animated"))
@@ -45,10 +48,14 @@ final class DirectWebPTests: XCTestCase {
     }
 
     func testAnimatedAndProfiledWebPsDecodeThroughLibvipsAsBefore() throws {
-        for data in [try animated(), try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "p3", format: .webp())] {
+        for data in [
+            try animated(), try ImageSynthesizer.data(width: 120, height: 80, iccProfile: "p3", format: .webp())
+        ] {
             let decoded = try fast.decode(.data(data), size: .maxPixelSize(50))
             let reference = try libvipsFast.decode(.data(data), size: .maxPixelSize(50))
-            XCTAssertEqual([decoded.width, decoded.height, decoded.channels], [reference.width, reference.height, reference.channels])
+            XCTAssertEqual(
+                [decoded.width, decoded.height, decoded.channels],
+                [reference.width, reference.height, reference.channels])
             XCTAssertEqual(decoded.pixelData, reference.pixelData)
         }
     }
@@ -57,18 +64,24 @@ final class DirectWebPTests: XCTestCase {
 
     func testSizesAndPixelsAreTodaysFastPath() throws {
         let sources: [(Int, Int, Bool, ImageSynthesizer.Format)] = [
-            (2000, 1500, false, .webp(quality: 80)), (1001, 667, false, .webp(quality: 90)), (641, 479, false, .webp(lossless: true)),
+            (2000, 1500, false, .webp(quality: 80)), (1001, 667, false, .webp(quality: 90)),
+            (641, 479, false, .webp(lossless: true)),
             (640, 480, true, .webp(lossless: true)), (500, 300, true, .webp(quality: 70)), (2, 48, false, .webp()),
-            (333, 999, false, .webp(quality: 75)),
+            (333, 999, false, .webp(quality: 75))
         ]
         for (index, (width, height, alpha, format)) in sources.enumerated() {
-            let data = try ImageSynthesizer.data(width: width, height: height, seed: 80 + index, alpha: alpha, format: format)
-            for size in [TargetSize.maxPixelSize(256), .maxPixelSize(200), .fit(width: 100, height: 37), .maxPixelSize(8), .original] {
+            let data = try ImageSynthesizer.data(
+                width: width, height: height, seed: 80 + index, alpha: alpha, format: format)
+            for size in [
+                TargetSize.maxPixelSize(256), .maxPixelSize(200), .fit(width: 100, height: 37), .maxPixelSize(8),
+                .original
+            ] {
                 let label = "\(width)×\(height) \(format) alpha \(alpha) → \(size)"
                 let direct = try fast.decode(.data(data), size: size)
                 let viaLibvips = try libvipsFast.decode(.data(data), size: size)
-                XCTAssertEqual([direct.width, direct.height, direct.channels],
-                               [viaLibvips.width, viaLibvips.height, viaLibvips.channels], label)
+                XCTAssertEqual(
+                    [direct.width, direct.height, direct.channels],
+                    [viaLibvips.width, viaLibvips.height, viaLibvips.channels], label)
                 guard direct.width == viaLibvips.width, direct.height == viaLibvips.height else { continue }
                 if fast.webpRoute(.data(data), size: size) != .direct { continue }
                 // The same libwebp calls at the same scaled size: the same pixels, except where a
@@ -115,16 +128,19 @@ final class DirectWebPTests: XCTestCase {
     func testEveryOrientationOnTheDirectPath() throws {
         for orientation in 1...8 {
             for alpha in [false, true] {
-                let data = try ImageSynthesizer.data(width: 320, height: 200, seed: 70, alpha: alpha, marker: true,
-                                                     format: .webp(quality: 90, orientation: orientation))
-                XCTAssertEqual(try libvipsFast.info(.data(data)).orientation, orientation, "libvips reads the EXIF chunk")
+                let data = try ImageSynthesizer.data(
+                    width: 320, height: 200, seed: 70, alpha: alpha, marker: true,
+                    format: .webp(quality: 90, orientation: orientation))
+                XCTAssertEqual(
+                    try libvipsFast.info(.data(data)).orientation, orientation, "libvips reads the EXIF chunk")
                 for size in [TargetSize.maxPixelSize(80), .fit(width: 50, height: 77), .original] {
                     let label = "orientation \(orientation) alpha \(alpha) \(size)"
                     XCTAssertEqual(fast.webpRoute(.data(data), size: size), .direct, label)
                     let direct = try fast.decode(.data(data), size: size)
                     let viaLibvips = try libvipsFast.decode(.data(data), size: size)
-                    XCTAssertEqual([direct.width, direct.height, direct.channels],
-                                   [viaLibvips.width, viaLibvips.height, viaLibvips.channels], label)
+                    XCTAssertEqual(
+                        [direct.width, direct.height, direct.channels],
+                        [viaLibvips.width, viaLibvips.height, viaLibvips.channels], label)
                     XCTAssertEqual(direct.width > direct.height, orientation < 5, "upright, \(label)")
                     XCTAssertEqual(direct.source?.info.orientation, orientation)
                     guard direct.width == viaLibvips.width, direct.height == viaLibvips.height else { continue }
@@ -137,7 +153,9 @@ final class DirectWebPTests: XCTestCase {
     func testEXIFChunkWithPrefixOrOutOfRangeOrientation() throws {
         // WebP's EXIF chunk is a bare TIFF structure; some writers keep JPEG's "Exif\0\0".
         let plain = try ImageSynthesizer.data(width: 60, height: 40, seed: 3, format: .webp())
-        func tiff(_ value: UInt8) -> [UInt8] { [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, value, 0, 0, 0, 0, 0, 0] }
+        func tiff(_ value: UInt8) -> [UInt8] {
+            [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, value, 0, 0, 0, 0, 0, 0]
+        }
         let prefixed = WebPChunks.extended(plain, exif: Array("Exif".utf8) + [0, 0] + tiff(6))
         let bare = WebPChunks.extended(plain, exif: tiff(8))
         let outOfRange = WebPChunks.extended(plain, exif: tiff(9))
@@ -146,7 +164,8 @@ final class DirectWebPTests: XCTestCase {
             XCTAssertEqual(try libvipsFast.info(.data(data)).orientation, expected)
             let direct = try fast.decode(.data(data), size: .maxPixelSize(30))
             let viaLibvips = try libvipsFast.decode(.data(data), size: .maxPixelSize(30))
-            XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(expected)")
+            XCTAssertEqual(
+                [direct.width, direct.height], [viaLibvips.width, viaLibvips.height], "orientation \(expected)")
             XCTAssertEqual(direct.pixelData, viaLibvips.pixelData, "orientation \(expected)")
         }
     }
@@ -160,9 +179,13 @@ final class DirectWebPTests: XCTestCase {
             // libvips refuses a short WebP in both modes ("unable to parse image"); so does the direct path, as truncatedData.
             XCTAssertThrowsError(try libvipsFast.decode(.data(cut), size: .maxPixelSize(64)))
             for decoder in [fast, strict, quality] {
-                assertThrowsKind(.truncatedData) { () throws(VipsError) in try decoder.decode(.data(cut), size: .maxPixelSize(64)) }
+                assertThrowsKind(.truncatedData) { () throws(VipsError) in
+                    try decoder.decode(.data(cut), size: .maxPixelSize(64))
+                }
             }
-            assertThrowsKind(.truncatedData) { () throws(VipsError) in try fast.decode(.data(cut), size: .maxPixelSize(400), allowUpscale: true) }
+            assertThrowsKind(.truncatedData) { () throws(VipsError) in
+                try fast.decode(.data(cut), size: .maxPixelSize(400), allowUpscale: true)
+            }
         }
         // A complete container whose VP8 bitstream is cut short inside (the chunk sizes patched to fit).
         // (Cut past the first partition, whose size the demuxer checks against the chunk.)
@@ -171,16 +194,20 @@ final class DirectWebPTests: XCTestCase {
         XCTAssertEqual(fast.webpRoute(.data(shortened)), .direct)
         XCTAssertThrowsError(try libvipsFast.decode(.data(shortened), size: .maxPixelSize(64)))
         for decoder in [fast, strict] {
-            let error = assertThrowsKind(.truncatedData) { () throws(VipsError) in try decoder.decode(.data(shortened), size: .maxPixelSize(64)) }
+            let error = assertThrowsKind(.truncatedData) { () throws(VipsError) in
+                try decoder.decode(.data(shortened), size: .maxPixelSize(64))
+            }
             XCTAssertTrue(error?.message.contains("libwebp") ?? false, error?.message ?? "")
         }
         // Garbage in the VP8 key frame header: corrupt data.
         var payload = WebPChunks.payload(of: "VP8 ", in: data)
-        payload[3] = 0  // the start code 9d 01 2a
+        payload[3] = 0 // the start code 9d 01 2a
         let garbled = WebPChunks.simple(vp8Payload: payload)
         XCTAssertThrowsError(try libvipsFast.decode(.data(garbled), size: .maxPixelSize(64)))
         for decoder in [fast, strict] {
-            assertThrowsKind(.corruptData) { () throws(VipsError) in try decoder.decode(.data(garbled), size: .maxPixelSize(64)) }
+            assertThrowsKind(.corruptData) { () throws(VipsError) in
+                try decoder.decode(.data(garbled), size: .maxPixelSize(64))
+            }
         }
     }
 
@@ -191,7 +218,9 @@ final class DirectWebPTests: XCTestCase {
         payload.replaceSubrange(6..<10, with: [0x80, 0x3E, 0x80, 0x3E])
         let huge = WebPChunks.simple(vp8Payload: payload)
         XCTAssertEqual(fast.webpRoute(.data(huge)), .direct)
-        let error = assertThrowsKind(.tooLarge) { () throws(VipsError) in try fast.decode(.data(huge), size: .maxPixelSize(64)) }
+        let error = assertThrowsKind(.tooLarge) { () throws(VipsError) in
+            try fast.decode(.data(huge), size: .maxPixelSize(64))
+        }
         XCTAssertTrue(error?.message.contains("16000×16000") ?? false, error?.message ?? "")
         let small = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 1000)))
         assertThrowsKind(.tooLarge) { () throws(VipsError) in try small.decode(.data(plain), size: .maxPixelSize(8)) }
@@ -223,18 +252,23 @@ final class DirectWebPTests: XCTestCase {
             }
         }
         // A cut ICC profile is not taken for sRGB: such files go to libvips.
-        XCTAssertEqual(fast.webpRoute(.data(WebPChunks.extended(plain, icc: Array(profile.prefix(60))))),
-                       .libvips("ICC profile is not sRGB"))
+        XCTAssertEqual(
+            fast.webpRoute(.data(WebPChunks.extended(plain, icc: Array(profile.prefix(60))))),
+            .libvips("ICC profile is not sRGB"))
     }
 
     func testFilesTakeTheDirectPathToo() throws {
         let folder = try TemporaryFolder()
-        let path = try folder.write(try ImageSynthesizer.data(width: 800, height: 600, seed: 9, format: .webp()), named: "a.webp")
+        let path = try folder.write(
+            try ImageSynthesizer.data(width: 800, height: 600, seed: 9, format: .webp()), named: "a.webp")
         XCTAssertEqual(fast.webpRoute(.file(path)), .direct)
         let fromFile = try fast.decode(.file(path), size: .maxPixelSize(128))
-        let fromData = try fast.decode(.data(try Data(contentsOf: URL(fileURLWithPath: path))), size: .maxPixelSize(128))
+        let fromData = try fast.decode(
+            .data(try Data(contentsOf: URL(fileURLWithPath: path))), size: .maxPixelSize(128))
         XCTAssertEqual(fromFile.pixelData, fromData.pixelData)
-        assertThrowsKind(.io) { () throws(VipsError) in try fast.decode(.file(folder.path("missing.webp")), size: .maxPixelSize(8)) }
+        assertThrowsKind(.io) { () throws(VipsError) in
+            try fast.decode(.file(folder.path("missing.webp")), size: .maxPixelSize(8))
+        }
     }
 
     // MARK: - Helpers
@@ -243,7 +277,9 @@ final class DirectWebPTests: XCTestCase {
     func animated() throws -> Data {
         let png = try ImageSynthesizer.data(width: 64, height: 128, seed: 4, format: .png())
         return try ImageInput.data(png).withSource { source throws(VipsError) in
-            let loaded = try ImageDecoder.load("strip") { vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE) }
+            let loaded = try ImageDecoder.load("strip") {
+                vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+            }
             let image = try loaded.apply(.internal, "copy") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
             vips_image_set_int(image.pointer, "page-height", 64)
             var buffer: UnsafeMutableRawPointer? = nil
@@ -259,7 +295,8 @@ final class DirectWebPTests: XCTestCase {
     func smoothed(_ data: Data, format: ImageSynthesizer.Format) throws -> Data {
         let bitmap = try libvipsFast.decode(.data(data))
         let blurred = try ImageProcessors.GaussianBlur(sigma: 2).process(bitmap)
-        return try ImageEncoder().encode(blurred, as: format == .webp(lossless: true) ? .webp(lossless: true) : .webp(quality: 90))
+        return try ImageEncoder().encode(
+            blurred, as: format == .webp(lossless: true) ? .webp(lossless: true) : .webp(quality: 90))
     }
 
     /// Mean and maximum absolute difference per channel value.

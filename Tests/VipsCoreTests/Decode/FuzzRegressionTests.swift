@@ -1,48 +1,53 @@
 import Foundation
-import XCTest
 @_spi(Testing) import VipsCore
+import XCTest
 
 /// Inputs found by the fuzzer (scripts/fuzz.sh, Fuzz/), each kept with the
 /// options that exposed it. Crashers are stored minimised, as base64.
 final class FuzzRegressionTests: XCTestCase {
     /// The fuzz harness's limits (Fuzz/Sources/FuzzDecode/FuzzTarget.swift).
-    private let harnessLimits = DecodeLimits(maxPixelCount: 4_000_000, maxDimension: 8_192, maxPages: 64,
-                                             maxInputBytes: 1 << 20)
+    private let harnessLimits = DecodeLimits(
+        maxPixelCount: 4_000_000, maxDimension: 8_192, maxPages: 64,
+        maxInputBytes: 1 << 20)
 
     /// Found in the 30-minute run after the direct PNG path came (about 94,000 executions):
     /// a PNG whose pHYs chunk type was mutated to "pH\\xB6s" before IDAT. libpng (so libvips'
     /// probe) refuses a chunk type that is not four letters; libspng skipped it, so the direct
     /// path decoded a file `info` calls corrupt. Such a file now goes to libvips, and both agree.
     func testAPNGWithAnInvalidChunkTypeFailsBothProbeAndDecode() throws {
-        let crasher = try XCTUnwrap(Data(base64Encoded:
-            "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAACZWlDQ1BpY2MAACiRY2BgepCTnFvMJMDAkJtXUhTk7qQQERmlwP6I" +
-            "gZlBhIGTgY9BNzO5uMA32C2EAQiKE8uLk0uKchhQwLdrDIwg+rJuRmJeSnU+/+kHro5m9v4upqel2iQZ8APOlNTiZCD9AYjjkguK" +
-            "ShgYGHmAbJ7ykgIQWwLIFikCOgrI1gGx0yFsBxA7CcIOAasJCXIGsjOAuCIdiZ2ExIbaBQKsxQHGzsgOKUmtKAHRzs4GDKAwgIh+" +
-            "DgT7jVHsDEKs+T4Dg+1+EAsh5gUcijRnYODaihDTsGBgEORiYDhRkVxaVAa1ZhsQyzBYMIQwFDD0MKxgOMLwkJGBUYnRjTGXcSrj" +
-            "QcYPTApMoUzdTEeYGZntmZuYj7HwsUSyLGf5yerDuoT1H1sM2z52RfYu9i8cyRxXOT05D3PZc+3nduI+yRPC85C3hI+TbxG/A/8D" +
-            "gVZBXcFbQl3CdsLfRDaJFoqZif0VPyUxUzJPyk1aSYZZ5rnsBbm98usUlijOU5qjPF9lqepGtQPqVzXeanFpa+sE6tbordK/Zyhm" +
-            "FGQ8xeSmmYp5scUxKwXrGpv7dq72GxwVnaa5CLj2uwt5zPbS8N7tG+j3LqA/yDT4QeiEcNdIhqh9MS1xPgnSie+Tj6cuS+/MLMyO" +
-            "zw3M9yp0K/YqDSyPqyys7qhdVn+i8UOLXFtAR2fX0V7O/sCJ8yd/nuY9Y/VsvrkV858vil5ybXnYyttr0td939i/RWvbmZ0lexT3" +
-            "XT3Ye8TnuMDJW2dWn6+/FHPV9obKbaF7LA/+Pf7znPEVz1uZDyafA74V/5z959T//wDUytJGPF1SSAAAAAlwSLZzAAAD6AAAA+gB" +
-            "tXtSawAABEZJREFUOI0Nx/tPE3cAAPD7z2aybNkyzTRDcGJ5FSh9XK/3fr/v2+txRx/XlpaWh6ti6VQwBXkpgiIMHUQL6FhBNIBx" +
-            "S1Aw2y8m/LB9fvtAGtAQlOmGYTgQNHDPIt+8DfxrmYgCop1kPCL34nxWJcXHJLmGc45CqKbK2YqftnlzQM+Unh2OHR0c1za3IFt2" +
-            "mZAOdwucSOmWWAOhv9/gJ0dqZUPMrmrOYlJUgc4iKQGJk5EoSWCsGGZkmNY4Jq5G89v1ex++HO//sQ/tZW4orKn4TZfhB6JEXev6" +
-            "/B49PZWn98TBXctZd/KOkRbwTQHNUcFehKYDsqfB9XkTDDwaNcb23h0ffTjZG6xDjpEHhG3gUpJDB/iWCn3lU6rjywE1/prNJcmk" +
-            "4gxw/fmwtHODfn2LShRx+EfQcS7nOX8z0nUH6KVSrf7mr9NXYzuQ4pqMpACKi2N0mgsNMc23BX/VoYZ4toiK/YFlJ/zC9eubd+la" +
-            "FX9WYdCfYt3nhtu+LgfaRzWh/GxrcPfz7ovTNUhL47RBMDIWn1pw/JUkeTVH9dzF+LJfS3pY5doTpTVOt0etEPxkhp+9YxOXB8IX" +
-            "9jq/LXR7Mrew2KRLLB33pz/ZkLrPSKuIvSSkF57mf33oIGPZYHeqI2K34aqHETwi6RdDhCTwvDkDMN/vpOcV9t0efCleaYpOEtyU" +
-            "pE2NkLH3OmSs4GCBNO/r2fH1OLNmI3gfiQKGAjAstvcw4R6KwXBNtzefGxvruLyFdq1RnX2VgIWRxCSrzRgsao1GEhQkknHCyqkZ" +
-            "O33P0brkGIxJFClrhijLDEKgEZYXRdni1MJssv6YBgovMzZHcTiJKYqQMuzsUyOxSunLUB9a6Eez6cl+dyLGIYos4YIm8day4cZV" +
-            "wwojgDK0JRcsj80NHd5P1fnhLTljB500BZKmNpxwhzYs97kD6lAfXYt5tzPTB2A8IU45PknuBKALrIR7EyFQ8OHmeCazPKLXTxbK" +
-            "/wqj/yDDHwPjh6FiAY7nBafglN/9VtqupfteQCCqOdi6SuzopQ0UFf2G1m4bV8VoczR3iS9epuVgNjFdib48flQ5k0pnbPks/Mtc" +
-            "aPM2nCjwZjmde5sdeeUOrvRCcpDiry0Krc+pjrlwhPh/rRzVEpU9wLjMWBciahPQsZKgj6sjZ7POLGLepdxRGlyn7GFJvekOndwa" +
-            "2jUFIgKpCBVuRMmL1WoLjnrb4EDLiBwsWg/aZKkB77sY4i/huC9GytdJtzph3phaGlF2aXBzLaSULH44Gd+vF/+0lngUolAkcKWn" +
-            "5wdv6KvGiabzVW/zBBGq6tNeYqEh7HzvJZswKRjTWIOcjs/M5efnXXXSHIg4CX8qB+cOek920m8T80wQwrkw3NHS0tjqa7zANXyz" +
-            "ADeucj0PpWoo8OBnv9Pky/jpJCfGZlj6kcgsxoQHUZM1HEor4PEyUjxKHn58eXK0UbP+A6QZfwG9xr2+AAAAAElFTkSuQmCC"))
+        let crasher = try XCTUnwrap(
+            Data(
+                base64Encoded:
+                    "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAACZWlDQ1BpY2MAACiRY2BgepCTnFvMJMDAkJtXUhTk7qQQERmlwP6I"
+                    + "gZlBhIGTgY9BNzO5uMA32C2EAQiKE8uLk0uKchhQwLdrDIwg+rJuRmJeSnU+/+kHro5m9v4upqel2iQZ8APOlNTiZCD9AYjjkguK"
+                    + "ShgYGHmAbJ7ykgIQWwLIFikCOgrI1gGx0yFsBxA7CcIOAasJCXIGsjOAuCIdiZ2ExIbaBQKsxQHGzsgOKUmtKAHRzs4GDKAwgIh+"
+                    + "DgT7jVHsDEKs+T4Dg+1+EAsh5gUcijRnYODaihDTsGBgEORiYDhRkVxaVAa1ZhsQyzBYMIQwFDD0MKxgOMLwkJGBUYnRjTGXcSrj"
+                    + "QcYPTApMoUzdTEeYGZntmZuYj7HwsUSyLGf5yerDuoT1H1sM2z52RfYu9i8cyRxXOT05D3PZc+3nduI+yRPC85C3hI+TbxG/A/8D"
+                    + "gVZBXcFbQl3CdsLfRDaJFoqZif0VPyUxUzJPyk1aSYZZ5rnsBbm98usUlijOU5qjPF9lqepGtQPqVzXeanFpa+sE6tbordK/Zyhm"
+                    + "FGQ8xeSmmYp5scUxKwXrGpv7dq72GxwVnaa5CLj2uwt5zPbS8N7tG+j3LqA/yDT4QeiEcNdIhqh9MS1xPgnSie+Tj6cuS+/MLMyO"
+                    + "zw3M9yp0K/YqDSyPqyys7qhdVn+i8UOLXFtAR2fX0V7O/sCJ8yd/nuY9Y/VsvrkV858vil5ybXnYyttr0td939i/RWvbmZ0lexT3"
+                    + "XT3Ye8TnuMDJW2dWn6+/FHPV9obKbaF7LA/+Pf7znPEVz1uZDyafA74V/5z959T//wDUytJGPF1SSAAAAAlwSLZzAAAD6AAAA+gB"
+                    + "tXtSawAABEZJREFUOI0Nx/tPE3cAAPD7z2aybNkyzTRDcGJ5FSh9XK/3fr/v2+txRx/XlpaWh6ti6VQwBXkpgiIMHUQL6FhBNIBx"
+                    + "S1Aw2y8m/LB9fvtAGtAQlOmGYTgQNHDPIt+8DfxrmYgCop1kPCL34nxWJcXHJLmGc45CqKbK2YqftnlzQM+Unh2OHR0c1za3IFt2"
+                    + "mZAOdwucSOmWWAOhv9/gJ0dqZUPMrmrOYlJUgc4iKQGJk5EoSWCsGGZkmNY4Jq5G89v1ex++HO//sQ/tZW4orKn4TZfhB6JEXev6"
+                    + "/B49PZWn98TBXctZd/KOkRbwTQHNUcFehKYDsqfB9XkTDDwaNcb23h0ffTjZG6xDjpEHhG3gUpJDB/iWCn3lU6rjywE1/prNJcmk"
+                    + "4gxw/fmwtHODfn2LShRx+EfQcS7nOX8z0nUH6KVSrf7mr9NXYzuQ4pqMpACKi2N0mgsNMc23BX/VoYZ4toiK/YFlJ/zC9eubd+la"
+                    + "FX9WYdCfYt3nhtu+LgfaRzWh/GxrcPfz7ovTNUhL47RBMDIWn1pw/JUkeTVH9dzF+LJfS3pY5doTpTVOt0etEPxkhp+9YxOXB8IX"
+                    + "9jq/LXR7Mrew2KRLLB33pz/ZkLrPSKuIvSSkF57mf33oIGPZYHeqI2K34aqHETwi6RdDhCTwvDkDMN/vpOcV9t0efCleaYpOEtyU"
+                    + "pE2NkLH3OmSs4GCBNO/r2fH1OLNmI3gfiQKGAjAstvcw4R6KwXBNtzefGxvruLyFdq1RnX2VgIWRxCSrzRgsao1GEhQkknHCyqkZ"
+                    + "O33P0brkGIxJFClrhijLDEKgEZYXRdni1MJssv6YBgovMzZHcTiJKYqQMuzsUyOxSunLUB9a6Eez6cl+dyLGIYos4YIm8day4cZV"
+                    + "wwojgDK0JRcsj80NHd5P1fnhLTljB500BZKmNpxwhzYs97kD6lAfXYt5tzPTB2A8IU45PknuBKALrIR7EyFQ8OHmeCazPKLXTxbK"
+                    + "/wqj/yDDHwPjh6FiAY7nBafglN/9VtqupfteQCCqOdi6SuzopQ0UFf2G1m4bV8VoczR3iS9epuVgNjFdib48flQ5k0pnbPks/Mtc"
+                    + "aPM2nCjwZjmde5sdeeUOrvRCcpDiry0Krc+pjrlwhPh/rRzVEpU9wLjMWBciahPQsZKgj6sjZ7POLGLepdxRGlyn7GFJvekOndwa"
+                    + "2jUFIgKpCBVuRMmL1WoLjnrb4EDLiBwsWg/aZKkB77sY4i/huC9GytdJtzph3phaGlF2aXBzLaSULH44Gd+vF/+0lngUolAkcKWn"
+                    + "5wdv6KvGiabzVW/zBBGq6tNeYqEh7HzvJZswKRjTWIOcjs/M5efnXXXSHIg4CX8qB+cOek920m8T80wQwrkw3NHS0tjqa7zANXyz"
+                    + "ADeucj0PpWoo8OBnv9Pky/jpJCfGZlj6kcgsxoQHUZM1HEor4PEyUjxKHn58eXK0UbP+A6QZfwG9xr2+AAAAAElFTkSuQmCC"
+            ))
         XCTAssertEqual(crasher.count, 1797)
         let harness = ImageDecoder(options: DecodeOptions(limits: harnessLimits))
         HostileFiles.assertFails(.corruptData, "info") { () throws(VipsError) in _ = try harness.info(.data(crasher)) }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("invalid-chunk-\(UUID().uuidString).png")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "invalid-chunk-\(UUID().uuidString).png")
         try crasher.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for input in [ImageInput.data(crasher), .file(file.path)] {
@@ -58,10 +63,13 @@ final class FuzzRegressionTests: XCTestCase {
     /// and the pixel limit, and the harness's "probe respects the limits" invariant broke.
     /// (Fixed in VipsCore by checking the displayed size; see `DecodeLimits.check`.)
     func testRotatedJPEGIsCheckedAtItsDisplayedSize() throws {
-        let crasher = try XCTUnwrap(Data(base64Encoded:
-            "/9j/4QC8RXhpZgAASUkqAAgAAAAGABIBAwABAAAABgAAAAUAAQAAAFYAbi1wYWdlcwEAAF4AAAAoAQMAAQAAYwAA6ANzStilQgAA" +
-            "SUkqASkSimz/2U9NZW1GcmVlT09PT09PT09PT09PT//AABEIABj/AQAAAAACEQEDEQABAAIRA9kBAAIRA9kASUkqASlYcmVz2f/Z" +
-            "A1hyZXNK2KVCAABJSSoBKRKKbP/ZT01lbUZyZWVPT09PT09PT09PT09P/8AAEQgAGP/aAwEiAAIRAQMR+v/aAAwDAQACEQM="))
+        let crasher = try XCTUnwrap(
+            Data(
+                base64Encoded:
+                    "/9j/4QC8RXhpZgAASUkqAAgAAAAGABIBAwABAAAABgAAAAUAAQAAAFYAbi1wYWdlcwEAAF4AAAAoAQMAAQAAYwAA6ANzStilQgAA"
+                    + "SUkqASkSimz/2U9NZW1GcmVlT09PT09PT09PT09PT//AABEIABj/AQAAAAACEQEDEQABAAIRA9kBAAIRA9kASUkqASlYcmVz2f/Z"
+                    + "A1hyZXNK2KVCAABJSSoBKRKKbP/ZT01lbUZyZWVPT09PT09PT09PT09P/8AAEQgAGP/aAwEiAAIRAQMR+v/aAAwDAQACEQM="
+            ))
         XCTAssertEqual(crasher.count, 221)
         let harness = ImageDecoder(options: DecodeOptions(limits: harnessLimits))
         for size in [TargetSize.original, .maxPixelSize(64), .maxPixelSize(8_187)] {

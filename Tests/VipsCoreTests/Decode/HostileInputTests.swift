@@ -1,8 +1,9 @@
 import CVipsShim
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Every byte is hostile: files that lie about their size, bombs, truncated and
 /// bit-flipped files, wrong magic, refused formats. Each must end in a typed
@@ -31,19 +32,23 @@ final class HostileInputTests: XCTestCase {
             ("notes.png", Data("just some text, not an image at all\n".utf8)),
             ("archive.jpg", Data([0x50, 0x4B, 0x03, 0x04] + [UInt8](repeating: 0, count: 60))),
             ("program.gif", Data([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + [UInt8](repeating: 0, count: 56))),
-            ("page.webp", Data("<!DOCTYPE html><html><body>404</body></html>".utf8)),
+            ("page.webp", Data("<!DOCTYPE html><html><body>404</body></html>".utf8))
         ]
         for (name, bytes) in impostors {
             let url = folder.appendingPathComponent(name)
             try bytes.write(to: url)
-            HostileFiles.assertFails(.unsupportedFormat, name) { () throws(VipsError) in try decoder.info(.file(url.path)) }
-            HostileFiles.assertFails(.unsupportedFormat, name) { () throws(VipsError) in try decoder.decode(.data(bytes)) }
+            HostileFiles.assertFails(.unsupportedFormat, name) { () throws(VipsError) in
+                try decoder.info(.file(url.path))
+            }
+            HostileFiles.assertFails(.unsupportedFormat, name) { () throws(VipsError) in
+                try decoder.decode(.data(bytes))
+            }
         }
     }
 
     func testSniffingRecognisesEachFormatFromItsFirstBytesOnly() throws {
         let samples: [(ImageSynthesizer.Format, ImageFormat)] = [
-            (.jpeg(), .jpeg), (.png(), .png), (.webp(), .webp), (.gif, .gif), (.tiff, .tiff),
+            (.jpeg(), .jpeg), (.png(), .png), (.webp(), .webp), (.gif, .gif), (.tiff, .tiff)
         ]
         for (synthetic, format) in samples {
             let data = try ImageSynthesizer.data(width: 8, height: 8, format: synthetic)
@@ -72,7 +77,9 @@ final class HostileInputTests: XCTestCase {
         let brokenJPEG = Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(repeating: 0x5A, count: 200)
         let warnings = VipsRuntime.warningCount
         for input in [jpeg, brokenJPEG] {
-            HostileFiles.assertFails(.unsupportedFormat, "jpeg not allowed") { () throws(VipsError) in try pngOnly.info(.data(input)) }
+            HostileFiles.assertFails(.unsupportedFormat, "jpeg not allowed") { () throws(VipsError) in
+                try pngOnly.info(.data(input))
+            }
             HostileFiles.assertFails(.unsupportedFormat, "jpeg not allowed") { () throws(VipsError) in
                 try pngOnly.decode(.data(input), size: .maxPixelSize(16))
             }
@@ -82,18 +89,24 @@ final class HostileInputTests: XCTestCase {
         HostileFiles.assertFails([.corruptData, .truncatedData], "broken jpeg") { () throws(VipsError) in
             try decoder.decode(.data(brokenJPEG))
         }
-        XCTAssertEqual(try pngOnly.decode(.data(try ImageSynthesizer.data(width: 9, height: 7, format: .png()))).width, 9)
+        XCTAssertEqual(
+            try pngOnly.decode(.data(try ImageSynthesizer.data(width: 9, height: 7, format: .png()))).width, 9)
         // An empty allow-list refuses everything.
         let nothing = ImageDecoder(options: DecodeOptions(allowedFormats: []))
-        HostileFiles.assertFails(.unsupportedFormat, "empty list") { () throws(VipsError) in try nothing.info(.data(jpeg)) }
+        HostileFiles.assertFails(.unsupportedFormat, "empty list") { () throws(VipsError) in
+            try nothing.info(.data(jpeg))
+        }
     }
 
     func testUntrustedLoadersAreBlockedEvenWhenTheFormatIsAllowed() throws {
-        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" fill="red"/></svg>"#.utf8)
+        let svg = Data(
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" fill="red"/></svg>"#
+                .utf8)
         var ppm = Data("P6\n4 2\n255\n".utf8)
         ppm.append(Data(repeating: 200, count: 4 * 2 * 3))
         let inputs: [(String, Data, ImageFormat, Int)] = [("svg", svg, .svg, 20), ("ppm", ppm, .ppm, 4)]
-        let permissive = ImageDecoder(options: DecodeOptions(allowedFormats: ImageFormat.defaultAllowed.union([.svg, .ppm])))
+        let permissive = ImageDecoder(
+            options: DecodeOptions(allowedFormats: ImageFormat.defaultAllowed.union([.svg, .ppm])))
 
         for (name, data, format, width) in inputs {
             XCTAssertEqual(ImageFormat.sniff(data), format)
@@ -185,7 +198,8 @@ final class HostileInputTests: XCTestCase {
         // flags promising chunks that are missing, chunks the flags do not announce, a canvas
         // that does not match the frame, a garbage ALPH chunk, a RIFF size that lies.
         let lossy = [UInt8](try ImageSynthesizer.data(width: 48, height: 32, seed: 2, format: .webp(quality: 50)))
-        let alpha = [UInt8](try ImageSynthesizer.data(width: 48, height: 32, seed: 2, alpha: true, format: .webp(quality: 50)))
+        let alpha = [UInt8](
+            try ImageSynthesizer.data(width: 48, height: 32, seed: 2, alpha: true, format: .webp(quality: 50)))
         func little(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8((value >> (8 * $0)) & 0xFF) } }
         func chunk(_ fourcc: String, _ payload: [UInt8]) -> [UInt8] {
             Array(fourcc.utf8) + little(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
@@ -194,7 +208,7 @@ final class HostileInputTests: XCTestCase {
             let body = Array("WEBP".utf8) + chunks
             return Data(Array("RIFF".utf8) + little(body.count + sizeDelta, 4) + body)
         }
-        let vp8 = Array(lossy[12...])  // the VP8 chunk, header included
+        let vp8 = Array(lossy[12...]) // the VP8 chunk, header included
         func vp8x(_ flags: UInt8, _ width: Int = 48, _ height: Int = 32) -> [UInt8] {
             chunk("VP8X", [flags, 0, 0, 0] + little(width - 1, 3) + little(height - 1, 3))
         }
@@ -208,7 +222,7 @@ final class HostileInputTests: XCTestCase {
             ("empty EXIF", riff(vp8x(0x08) + vp8 + chunk("EXIF", []))),
             ("RIFF size one short", riff(vp8, sizeDelta: -1)),
             ("RIFF size one long", riff(vp8, sizeDelta: 1)),
-            ("RIFF size 4 GiB", riff(vp8, sizeDelta: 0xFFFF_FF00 - vp8.count)),
+            ("RIFF size 4 GiB", riff(vp8, sizeDelta: 0xFFFF_FF00 - vp8.count))
         ]
         var cut = alpha
         cut.removeLast(alpha.count / 3)
@@ -224,15 +238,19 @@ final class HostileInputTests: XCTestCase {
                 }
             }
         }
-        HostileFiles.assertFails(.truncatedData, "cut alpha webp") { () throws(VipsError) in try decoder.decode(.data(Data(cut))) }
+        HostileFiles.assertFails(.truncatedData, "cut alpha webp") { () throws(VipsError) in
+            try decoder.decode(.data(Data(cut)))
+        }
     }
 
     func testHEIFClaimingHugeSizeFailsFromTheHeader() throws {
         // 16,000² (256 MP) passes libheif's own limit (16384 a side) and is refused by ours;
         // 60,000² is refused by libheif itself: a typed error either way, from the header.
-        try assertBombRefused(try HostileFiles.avif(claimingWidth: 16_000, height: 16_000), "16000² avif", kinds: [.tooLarge])
-        try assertBombRefused(try HostileFiles.avif(claimingWidth: 60_000, height: 60_000), "60000² avif",
-                              kinds: [.tooLarge, .corruptData])
+        try assertBombRefused(
+            try HostileFiles.avif(claimingWidth: 16_000, height: 16_000), "16000² avif", kinds: [.tooLarge])
+        try assertBombRefused(
+            try HostileFiles.avif(claimingWidth: 60_000, height: 60_000), "60000² avif",
+            kinds: [.tooLarge, .corruptData])
         // Unpatched, the stored file decodes: the refusal is the claimed size.
         let sane = try decoder.decode(.data(try HostileFiles.avif(claimingWidth: 16, height: 11)))
         XCTAssertEqual([sane.width, sane.height], [16, 11])
@@ -268,15 +286,19 @@ final class HostileInputTests: XCTestCase {
         HostileFiles.assertPeakMemory(growth, below: HostileFiles.headerOnlyBudget, "4 GiB file")
         // In memory, against a small limit.
         let small = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxInputBytes: png.count - 1)))
-        HostileFiles.assertFails(.tooLarge, "in-memory input limit") { () throws(VipsError) in try small.info(.data(png)) }
-        XCTAssertEqual(try ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxInputBytes: png.count)))
-            .info(.data(png)).width, 100)
+        HostileFiles.assertFails(.tooLarge, "in-memory input limit") { () throws(VipsError) in
+            try small.info(.data(png))
+        }
+        XCTAssertEqual(
+            try ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxInputBytes: png.count)))
+                .info(.data(png)).width, 100)
     }
 
     func testRealDecompressionBombWithinLimitsStreamsWithBoundedMemory() throws {
         // 10,000² RGB zeros: 300 MB of pixels from a 1.5 MB file, exactly at the default 100 MP limit.
         let side = 10_000
-        let bomb = HostileFiles.png(width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
+        let bomb = HostileFiles.png(
+            width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
         XCTAssertLessThan(bomb.count, 2_000_000)
         // A tighter limit refuses it from the header.
         let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 4_000_000)))
@@ -295,7 +317,8 @@ final class HostileInputTests: XCTestCase {
         // 8000² RGB zeros (192 MB of pixels from under 1 MB): the direct libspng path box-shrinks
         // it row by row, never holding the image.
         let side = 8_000
-        let bomb = HostileFiles.png(width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
+        let bomb = HostileFiles.png(
+            width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
         XCTAssertEqual(decoder.pngRoute(.data(bomb), size: .maxPixelSize(100)), .direct)
         var thumbnail: Bitmap?
         let growth = try HostileFiles.peakMemoryGrowth {
@@ -310,7 +333,8 @@ final class HostileInputTests: XCTestCase {
             try strictDecoder.decode(.data(cut), size: .maxPixelSize(64))
         }
         XCTAssertNil(try decoder.decodePNGDirectly(.data(cut), box: (64, 64), scale: 1, allowUpscale: false))
-        HostileFiles.assertValid(try decoder.decode(.data(cut), size: .maxPixelSize(64)), fits: .maxPixelSize(64), "lenient cut")
+        HostileFiles.assertValid(
+            try decoder.decode(.data(cut), size: .maxPixelSize(64)), fits: .maxPixelSize(64), "lenient cut")
         // An IHDR beyond the limits fails from the header on the direct path too, before any row.
         let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 1_000_000)))
         HostileFiles.assertFails([.tooLarge], "8000² png, 1 MP limit") { () throws(VipsError) in
@@ -320,12 +344,16 @@ final class HostileInputTests: XCTestCase {
 
     /// Asserts that every entry point refuses `bomb` with one of `kinds`, and that
     /// the process's peak memory grows by less than a header-sized budget meanwhile.
-    private func assertBombRefused(_ bomb: Data, _ name: String, kinds: Set<VipsError.Kind> = [.tooLarge],
-                                   decoder: ImageDecoder? = nil, file: StaticString = #filePath,
-                                   line: UInt = #line) throws {
+    private func assertBombRefused(
+        _ bomb: Data, _ name: String, kinds: Set<VipsError.Kind> = [.tooLarge],
+        decoder: ImageDecoder? = nil, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         let decoder = decoder ?? self.decoder
-        let strict = ImageDecoder(options: DecodeOptions(limits: decoder.options.limits, strict: true,
-                                                         allowedFormats: decoder.options.allowedFormats))
+        let strict = ImageDecoder(
+            options: DecodeOptions(
+                limits: decoder.options.limits, strict: true,
+                allowedFormats: decoder.options.allowedFormats))
         let growth = try HostileFiles.peakMemoryGrowth {
             for candidate in [decoder, strict] {
                 HostileFiles.assertFails(kinds, name, file: file, line: line) { () throws(VipsError) in
@@ -382,7 +410,8 @@ final class HostileInputTests: XCTestCase {
         // Good images decode exactly as before, in the same process.
         for (original, expected) in zip(originals, before) {
             let after = try decoder.decode(.data(original.data), size: .maxPixelSize(48))
-            XCTAssertEqual(after.pixelData, expected.pixelData, "\(original.name) decodes differently after hostile inputs")
+            XCTAssertEqual(
+                after.pixelData, expected.pixelData, "\(original.name) decodes differently after hostile inputs")
         }
     }
 
@@ -400,7 +429,9 @@ final class HostileInputTests: XCTestCase {
                 let candidate = index % 2 == 0 ? lenient : strict
                 do throws(VipsError) {
                     let bitmap = try candidate.decode(.data(sample.data), size: .maxPixelSize(48))
-                    if bitmap.width > 48 || bitmap.height > 48 || bitmap.cost != bitmap.width * bitmap.height * bitmap.channels {
+                    if bitmap.width > 48 || bitmap.height > 48
+                        || bitmap.cost != bitmap.width * bitmap.height * bitmap.channels
+                    {
                         problems.withLock { $0.append("\(sample.name): bitmap \(bitmap.width)×\(bitmap.height)") }
                     }
                 } catch {
@@ -457,7 +488,7 @@ final class HostileInputTests: XCTestCase {
                 _ = try? strictDecoder.decode(.file(path), size: .maxPixelSize(32))
             }
         }
-        decodeAll()  // warm-up: libvips opens what it keeps open (none expected, but not ours to judge)
+        decodeAll() // warm-up: libvips opens what it keeps open (none expected, but not ours to judge)
         let open = try HostileFiles.openFileDescriptors()
         decodeAll()
         XCTAssertEqual(try HostileFiles.openFileDescriptors(), open, "hostile files leaked file descriptors")
@@ -468,8 +499,11 @@ final class HostileInputTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: folder) }
         let empty = folder.appendingPathComponent("empty.png")
         try Data().write(to: empty)
-        HostileFiles.assertFails(.emptyInput, "empty data") { () throws(VipsError) in try decoder.decode(.data(Data())) }
-        HostileFiles.assertFails(.emptyInput, "empty file") { () throws(VipsError) in try decoder.info(.file(empty.path)) }
+        HostileFiles.assertFails(.emptyInput, "empty data") { () throws(VipsError) in try decoder.decode(.data(Data()))
+        }
+        HostileFiles.assertFails(.emptyInput, "empty file") { () throws(VipsError) in
+            try decoder.info(.file(empty.path))
+        }
         HostileFiles.assertFails(.io, "directory") { () throws(VipsError) in try decoder.info(.file(folder.path)) }
         HostileFiles.assertFails(.io, "missing") { () throws(VipsError) in
             try decoder.info(.file(folder.appendingPathComponent("missing.jpg").path))
@@ -499,7 +533,9 @@ enum HostileFiles {
     // MARK: Assertions
 
     /// The kinds a decoder may throw for bad input.
-    static let inputKinds: Set<VipsError.Kind> = [.emptyInput, .unsupportedFormat, .corruptData, .truncatedData, .tooLarge]
+    static let inputKinds: Set<VipsError.Kind> = [
+        .emptyInput, .unsupportedFormat, .corruptData, .truncatedData, .tooLarge
+    ]
 
     static func assertTyped(_ error: VipsError, _ name: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertTrue(inputKinds.contains(error.kind), "\(name): unexpected kind \(error)", file: file, line: line)
@@ -508,34 +544,43 @@ enum HostileFiles {
 
     /// Asserts `body` throws one of `kinds`; returns the error.
     @discardableResult
-    static func assertFails<T>(_ kinds: Set<VipsError.Kind>, _ name: String, file: StaticString = #filePath,
-                               line: UInt = #line, _ body: () throws(VipsError) -> T) -> VipsError? {
+    static func assertFails<T>(
+        _ kinds: Set<VipsError.Kind>, _ name: String, file: StaticString = #filePath,
+        line: UInt = #line, _ body: () throws(VipsError) -> T
+    ) -> VipsError? {
         do {
             let value = try body()
             XCTFail("\(name): expected \(kinds.map(\.rawValue).sorted()), got \(value)", file: file, line: line)
             return nil
         } catch {
-            XCTAssertTrue(kinds.contains(error.kind), "\(name): expected \(kinds.map(\.rawValue).sorted()), got \(error)",
-                          file: file, line: line)
+            XCTAssertTrue(
+                kinds.contains(error.kind), "\(name): expected \(kinds.map(\.rawValue).sorted()), got \(error)",
+                file: file, line: line)
             return error
         }
     }
 
     @discardableResult
-    static func assertFails<T>(_ kind: VipsError.Kind, _ name: String, file: StaticString = #filePath,
-                               line: UInt = #line, _ body: () throws(VipsError) -> T) -> VipsError? {
+    static func assertFails<T>(
+        _ kind: VipsError.Kind, _ name: String, file: StaticString = #filePath,
+        line: UInt = #line, _ body: () throws(VipsError) -> T
+    ) -> VipsError? {
         assertFails([kind], name, file: file, line: line, body)
     }
 
     /// A bitmap VipsCore may hand out: 8-bit RGB(A), consistent size, within the box asked for.
-    static func assertValid(_ bitmap: Bitmap, fits size: TargetSize, _ name: String,
-                            file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(bitmap.width > 0 && bitmap.height > 0 && (bitmap.channels == 3 || bitmap.channels == 4),
-                      "\(name): \(bitmap.width)×\(bitmap.height)×\(bitmap.channels)", file: file, line: line)
+    static func assertValid(
+        _ bitmap: Bitmap, fits size: TargetSize, _ name: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertTrue(
+            bitmap.width > 0 && bitmap.height > 0 && (bitmap.channels == 3 || bitmap.channels == 4),
+            "\(name): \(bitmap.width)×\(bitmap.height)×\(bitmap.channels)", file: file, line: line)
         XCTAssertEqual(bitmap.cost, bitmap.width * bitmap.height * bitmap.channels, name, file: file, line: line)
         if let box = size.pixelBox(scale: 1) {
-            XCTAssertTrue(bitmap.width <= box.width && bitmap.height <= box.height,
-                          "\(name): \(bitmap.width)×\(bitmap.height) does not fit \(size)", file: file, line: line)
+            XCTAssertTrue(
+                bitmap.width <= box.width && bitmap.height <= box.height,
+                "\(name): \(bitmap.width)×\(bitmap.height) does not fit \(size)", file: file, line: line)
         }
     }
 
@@ -546,8 +591,10 @@ enum HostileFiles {
     /// sanitizer, not the decoder: memory bounds are asserted in normal runs only.
     static let sanitized = dlsym(nil, "__asan_init") != nil || dlsym(nil, "__tsan_init") != nil
 
-    static func assertPeakMemory(_ growth: Int, below budget: Int, _ name: String,
-                                 file: StaticString = #filePath, line: UInt = #line) {
+    static func assertPeakMemory(
+        _ growth: Int, below budget: Int, _ name: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         guard !sanitized else { return }
         XCTAssertLessThan(growth, budget, "\(name): peak memory grew by \(growth >> 20) MB", file: file, line: line)
     }
@@ -565,7 +612,8 @@ enum HostileFiles {
     private static func statusValue(_ key: String) throws -> Int {
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }),
-              let kilobytes = Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).dropLast(3)) else {
+            let kilobytes = Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).dropLast(3))
+        else {
             throw VipsError(.io, "no \(key) in /proc/self/status")
         }
         return kilobytes << 10
@@ -576,10 +624,11 @@ enum HostileFiles {
     static func liveVipsObjects() -> Int {
         var count = 0
         withUnsafeMutablePointer(to: &count) { counter in
-            _ = vips_object_map({ _, counter, _ in
-                counter?.assumingMemoryBound(to: Int.self).pointee += 1
-                return nil
-            }, counter, nil)
+            _ = vips_object_map(
+                { _, counter, _ in
+                    counter?.assumingMemoryBound(to: Int.self).pointee += 1
+                    return nil
+                }, counter, nil)
         }
         return count
     }
@@ -611,10 +660,12 @@ enum HostileFiles {
             // VP8X + ALPH + EXIF: the direct WebP path's container reading and rotation.
             ("rotated-lossy-alpha.webp", 64, 48, true, .webp(quality: 60, orientation: 6)),
             ("still.gif", 64, 48, false, .gif),
-            ("deflate.tif", 64, 48, false, .tiff),
+            ("deflate.tif", 64, 48, false, .tiff)
         ]
         return try specs.map { name, width, height, alpha, format in
-            Sample(name: name, data: try ImageSynthesizer.data(width: width, height: height, seed: 11, alpha: alpha, format: format))
+            Sample(
+                name: name,
+                data: try ImageSynthesizer.data(width: width, height: height, seed: 11, alpha: alpha, format: format))
         } + heifSamples()
     }
 
@@ -623,20 +674,26 @@ enum HostileFiles {
     /// does not encode HEIF, so these two are stored.
     static func heifSamples() throws -> [Sample] {
         let encoded = [
-            ("tiny.avif", "AAAAHGZ0eXBhdmlmAAAAAGF2aWZtaWYxbWlhZgAAAOptZXRhAAAAAAAAACFoZGxyAAAAAAAAAABwaWN0AAAAAAAAAAAAAAAA" +
-             "AAAAAA5waXRtAAAAAAABAAAAImlsb2MAAAAAREAAAQABAAAAAAEOAAEAAAAAAAAAPQAAACNpaW5mAAAAAAABAAAAFWluZmUC" +
-             "AAAAAAEAAGF2MDEAAAAAamlwcnAAAABLaXBjbwAAABNjb2xybmNseAACAAIABoAAAAAMYXYxQ4EADAAAAAAUaXNwZQAAAAAA" +
-             "AAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAXaXBtYQAAAAAAAAABAAEEgYIDhAAAAEVtZGF0EgAKCRgM/pggQEDQgDIuGYAA" +
-             "AFAvT5NJq6TpP0zfQNrEGzsrDr1I2RwStUcyTgM7k1ejb0wlOVxZV6W5WA=="),
-            ("grid.heic", "AAAAGGZ0eXBoZWljAAAAAG1pZjFoZWljAAABrW1ldGEAAAAAAAAAIWhkbHIAAAAAAAAAAHBpY3QAAAAAAAAAAAAAAAAAAAAA" +
-             "DnBpdG0AAAAAAAIAAAAQaWRhdAAAAAAAEAALAAAAOGlsb2MBAAAAREAAAgABAAAAAAAAAc0AAQAAAAAAAACPAAIAAQAAAAAA" +
-             "AAABAAAAAAAAAAgAAAA4aWluZgAAAAAAAgAAABVpbmZlAgAAAQABAABodmMxAAAAABVpbmZlAgAAAAACAABncmlkAAAAANhp" +
-             "cHJwAAAAtmlwY28AAAB2aHZjQwEDcAAAAAAAAAAAAB7wAPz9+PgAAA8DIAABABhAAQwB//8DcAAAAwCQAAADAAADAB66AkAh" +
-             "AAEAKkIBAQNwAAADAJAAAAMAAAMAHqAggQWW6q6a5uBAQMCAAAADAIAAAAMAhCIAAQAGRAHBc8GJAAAAFGlzcGUAAAAAAAAA" +
-             "QAAAAEAAAAAUaXNwZQAAAAAAAAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAaaXBtYQAAAAAAAAACAAECgQIAAgIDhAAAABpp" +
-             "cmVmAAAAAAAAAA5kaW1nAAIAAQABAAAAl21kYXQAAACLKAGvUh7ZkND48e3yiTVc2KUn2W0c1x5y/0scyKkrjMlpizgsANew" +
-             "XsoW+xG2m0gFTwM+L/GiMII/i0Q4ydxRGt3xDV8d5tGWstjsSGx/a9yDxArbWXwSTeLaw6FKtevQjnJW9Px1nxrAs0VB/+bO" +
-             "AFbiwzZNhgYsI+Q2f19AufFDtXQ/0K5M/BPewA=="),
+            (
+                "tiny.avif",
+                "AAAAHGZ0eXBhdmlmAAAAAGF2aWZtaWYxbWlhZgAAAOptZXRhAAAAAAAAACFoZGxyAAAAAAAAAABwaWN0AAAAAAAAAAAAAAAA"
+                    + "AAAAAA5waXRtAAAAAAABAAAAImlsb2MAAAAAREAAAQABAAAAAAEOAAEAAAAAAAAAPQAAACNpaW5mAAAAAAABAAAAFWluZmUC"
+                    + "AAAAAAEAAGF2MDEAAAAAamlwcnAAAABLaXBjbwAAABNjb2xybmNseAACAAIABoAAAAAMYXYxQ4EADAAAAAAUaXNwZQAAAAAA"
+                    + "AAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAXaXBtYQAAAAAAAAABAAEEgYIDhAAAAEVtZGF0EgAKCRgM/pggQEDQgDIuGYAA"
+                    + "AFAvT5NJq6TpP0zfQNrEGzsrDr1I2RwStUcyTgM7k1ejb0wlOVxZV6W5WA=="
+            ),
+            (
+                "grid.heic",
+                "AAAAGGZ0eXBoZWljAAAAAG1pZjFoZWljAAABrW1ldGEAAAAAAAAAIWhkbHIAAAAAAAAAAHBpY3QAAAAAAAAAAAAAAAAAAAAA"
+                    + "DnBpdG0AAAAAAAIAAAAQaWRhdAAAAAAAEAALAAAAOGlsb2MBAAAAREAAAgABAAAAAAAAAc0AAQAAAAAAAACPAAIAAQAAAAAA"
+                    + "AAABAAAAAAAAAAgAAAA4aWluZgAAAAAAAgAAABVpbmZlAgAAAQABAABodmMxAAAAABVpbmZlAgAAAAACAABncmlkAAAAANhp"
+                    + "cHJwAAAAtmlwY28AAAB2aHZjQwEDcAAAAAAAAAAAAB7wAPz9+PgAAA8DIAABABhAAQwB//8DcAAAAwCQAAADAAADAB66AkAh"
+                    + "AAEAKkIBAQNwAAADAJAAAAMAAAMAHqAggQWW6q6a5uBAQMCAAAADAIAAAAMAhCIAAQAGRAHBc8GJAAAAFGlzcGUAAAAAAAAA"
+                    + "QAAAAEAAAAAUaXNwZQAAAAAAAAAQAAAACwAAABBwaXhpAAAAAAMICAgAAAAaaXBtYQAAAAAAAAACAAECgQIAAgIDhAAAABpp"
+                    + "cmVmAAAAAAAAAA5kaW1nAAIAAQABAAAAl21kYXQAAACLKAGvUh7ZkND48e3yiTVc2KUn2W0c1x5y/0scyKkrjMlpizgsANew"
+                    + "XsoW+xG2m0gFTwM+L/GiMII/i0Q4ydxRGt3xDV8d5tGWstjsSGx/a9yDxArbWXwSTeLaw6FKtevQjnJW9Px1nxrAs0VB/+bO"
+                    + "AFbiwzZNhgYsI+Q2f19AufFDtXQ/0K5M/BPewA=="
+            )
         ]
         return try encoded.map { name, base64 in
             guard let data = Data(base64Encoded: base64) else { throw VipsError(.internal, "bad base64 for \(name)") }
@@ -664,7 +721,9 @@ enum HostileFiles {
         for original in originals {
             let bytes = [UInt8](original.data)
             let count = bytes.count
-            let cuts = Set([1, 2, 3, 4, 8, 12, 16, 24, 33, 64, count / 4, count / 2, 3 * count / 4, count - 2, count - 1])
+            let cuts = Set([
+                1, 2, 3, 4, 8, 12, 16, 24, 33, 64, count / 4, count / 2, 3 * count / 4, count - 2, count - 1
+            ])
             for cut in cuts.sorted() where cut > 0 && cut < count {
                 cases.append(Sample(name: "\(original.name) truncated to \(cut)", data: Data(bytes[..<cut])))
             }
@@ -691,12 +750,12 @@ enum HostileFiles {
         return cases
     }
 
-
     // MARK: Crafted headers
 
     /// A real baseline JPEG (with EXIF `orientation`) whose frame header (SOF0) claims `width` × `height`.
     static func jpeg(claimingWidth width: Int, height: Int, orientation: Int = 1) throws -> Data {
-        var bytes = [UInt8](try ImageSynthesizer.data(width: 16, height: 16, format: .jpeg(quality: 50, orientation: orientation)))
+        var bytes = [UInt8](
+            try ImageSynthesizer.data(width: 16, height: 16, format: .jpeg(quality: 50, orientation: orientation)))
         guard let sof = (0..<bytes.count - 9).first(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 }) else {
             throw VipsError(.internal, "no SOF0 in the generated JPEG")
         }
@@ -720,8 +779,10 @@ enum HostileFiles {
     }
 
     private static func bigEndian32(_ value: Int) -> [UInt8] {
-        [UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-         UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
+        [
+            UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+            UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)
+        ]
     }
 
     private static func crc32(_ bytes: [UInt8]) -> UInt32 {
@@ -739,8 +800,8 @@ enum HostileFiles {
     static func zlibZeros(count: Int) -> [UInt8] {
         var writer = BitWriter()
         writer.bytes = [0x78, 0x01]
-        writer.write(1, bits: 1)  // BFINAL
-        writer.write(1, bits: 2)  // BTYPE 01: fixed Huffman
+        writer.write(1, bits: 1) // BFINAL
+        writer.write(1, bits: 2) // BTYPE 01: fixed Huffman
         // Fixed codes are sent most significant bit first; literals 0–143 are 0x30 + value in 8 bits.
         writer.writeCode(0x30, length: 8)
         var remaining = count - 1
@@ -749,7 +810,7 @@ enum HostileFiles {
             (257, 0, 3), (258, 0, 4), (259, 0, 5), (260, 0, 6), (261, 0, 7), (262, 0, 8), (263, 0, 9), (264, 0, 10),
             (265, 1, 11), (266, 1, 13), (267, 1, 15), (268, 1, 17), (269, 2, 19), (270, 2, 23), (271, 2, 27),
             (272, 2, 31), (273, 3, 35), (274, 3, 43), (275, 3, 51), (276, 3, 59), (277, 4, 67), (278, 4, 83),
-            (279, 4, 99), (280, 4, 115), (281, 5, 131), (282, 5, 163), (283, 5, 195), (284, 5, 227), (285, 0, 258),
+            (279, 4, 99), (280, 4, 115), (281, 5, 131), (282, 5, 163), (283, 5, 195), (284, 5, 227), (285, 0, 258)
         ]
         while remaining > 0 {
             guard remaining >= 3 else {
@@ -767,14 +828,16 @@ enum HostileFiles {
                 writer.writeCode(0xC0 + code.symbol - 280, length: 8)
             }
             writer.write(UInt32(length - code.base), bits: code.extraBits)
-            writer.writeCode(0, length: 5)  // distance code 0: distance 1
+            writer.writeCode(0, length: 5) // distance code 0: distance 1
             remaining -= length
         }
-        writer.writeCode(0, length: 7)  // end of block (256)
+        writer.writeCode(0, length: 7) // end of block (256)
         writer.flush()
         // Adler-32 of zeros: a stays 1, b adds 1 per byte.
         let adler = UInt32((count % 65_521) << 16 | 1)
-        writer.bytes += [UInt8(adler >> 24), UInt8((adler >> 16) & 0xFF), UInt8((adler >> 8) & 0xFF), UInt8(adler & 0xFF)]
+        writer.bytes += [
+            UInt8(adler >> 24), UInt8((adler >> 16) & 0xFF), UInt8((adler >> 8) & 0xFF), UInt8(adler & 0xFF)
+        ]
         return writer.bytes
     }
 
@@ -812,13 +875,13 @@ enum HostileFiles {
     static func gif(width: Int, height: Int, frames: Int) -> Data {
         func little16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF)] }
         var bytes = Array("GIF89a".utf8) + little16(width) + little16(height)
-        bytes += [0x80, 0, 0]  // global colour table of 2 entries
+        bytes += [0x80, 0, 0] // global colour table of 2 entries
         bytes += [0, 0, 0, 255, 255, 255]
         if frames > 1 { bytes += [0x21, 0xFF, 0x0B] + Array("NETSCAPE2.0".utf8) + [0x03, 0x01, 0, 0, 0] }
         for _ in 0..<frames {
-            bytes += [0x21, 0xF9, 0x04, 0x04, 0x01, 0x00, 0x00, 0x00]  // graphic control: 10 ms, keep
-            bytes += [0x2C, 0, 0, 0, 0] + little16(width) + little16(height) + [0]  // image at 0,0
-            bytes += [0x02, 0x02, 0x44, 0x01, 0x00]  // LZW, minimum code size 2: clear, colour 0, end
+            bytes += [0x21, 0xF9, 0x04, 0x04, 0x01, 0x00, 0x00, 0x00] // graphic control: 10 ms, keep
+            bytes += [0x2C, 0, 0, 0, 0] + little16(width) + little16(height) + [0] // image at 0,0
+            bytes += [0x02, 0x02, 0x44, 0x01, 0x00] // LZW, minimum code size 2: clear, colour 0, end
         }
         bytes.append(0x3B)
         return Data(bytes)
@@ -830,7 +893,7 @@ enum HostileFiles {
         func little32(_ value: Int) -> [UInt8] { little16(value & 0xFFFF) + little16((value >> 16) & 0xFFFF) }
         let entries: [(tag: Int, type: Int, value: Int)] = [
             (256, 4, width), (257, 4, height), (258, 3, 8), (259, 3, 1), (262, 3, 1),
-            (273, 4, 0), (277, 3, 1), (278, 4, height), (279, 4, width * height),
+            (273, 4, 0), (277, 3, 1), (278, 4, height), (279, 4, width * height)
         ]
         let ifdOffset = 8
         let dataOffset = ifdOffset + 2 + entries.count * 12 + 4
@@ -855,23 +918,27 @@ enum HostileFiles {
         var offset = 12
         var imageChunk: [UInt8] = []
         while offset + 8 <= simple.count {
-            let size = Int(simple[offset + 4]) | Int(simple[offset + 5]) << 8 | Int(simple[offset + 6]) << 16
+            let size =
+                Int(simple[offset + 4]) | Int(simple[offset + 5]) << 8 | Int(simple[offset + 6]) << 16
                 | Int(simple[offset + 7]) << 24
             let end = min(simple.count, offset + 8 + size + size % 2)
             if Array(simple[offset..<offset + 4]) == Array("VP8L".utf8) { imageChunk = Array(simple[offset..<end]) }
             offset = end
         }
         guard !imageChunk.isEmpty else { throw VipsError(.internal, "the generated lossless WebP has no VP8L chunk") }
-        func little24(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF)] }
+        func little24(_ value: Int) -> [UInt8] {
+            [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF)]
+        }
         func little32(_ value: Int) -> [UInt8] { little24(value) + [UInt8((value >> 24) & 0xFF)] }
         func chunk(_ fourcc: String, _ payload: [UInt8]) -> [UInt8] {
             Array(fourcc.utf8) + little32(payload.count) + payload + (payload.count % 2 == 1 ? [0] : [])
         }
         // VP8X: animation flag, canvas size minus one.
         let vp8x = chunk("VP8X", [0x02, 0, 0, 0] + little24(canvasWidth - 1) + little24(height - 1))
-        let anim = chunk("ANIM", [0, 0, 0, 0, 0, 0])  // background colour, loop forever
+        let anim = chunk("ANIM", [0, 0, 0, 0, 0, 0]) // background colour, loop forever
         // ANMF: offset 0,0, frame 4×4, 100 ms, then the frame's image chunk.
-        let anmf = chunk("ANMF", little24(0) + little24(0) + little24(3) + little24(3) + little24(100) + [0] + imageChunk)
+        let anmf = chunk(
+            "ANMF", little24(0) + little24(0) + little24(3) + little24(3) + little24(100) + [0] + imageChunk)
         let body = Array("WEBP".utf8) + vp8x + anim + anmf
         return Data(Array("RIFF".utf8) + little32(body.count) + body)
     }
@@ -882,7 +949,8 @@ enum HostileFiles {
         for level in 1...9 {
             entities.append("<!ENTITY a\(level) \"" + String(repeating: "&a\(level - 1);", count: 10) + "\">")
         }
-        let text = "<?xml version=\"1.0\"?>\n<!DOCTYPE svg [\n" + entities.joined(separator: "\n") + "\n]>\n"
+        let text =
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE svg [\n" + entities.joined(separator: "\n") + "\n]>\n"
             + #"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64"><text y="20">&a9;</text></svg>"#
         return Data(text.utf8)
     }

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// EXIF orientation: decodes come out upright, probes report the upright size.
 final class OrientationTests: XCTestCase {
@@ -11,14 +12,14 @@ final class OrientationTests: XCTestCase {
 
     /// Where the stored top-left corner is displayed, for each EXIF orientation.
     static let markerCorner: [Int: Corner] = [
-        1: .topLeft,      // as stored
-        2: .topRight,     // mirrored left-right
-        3: .bottomRight,  // rotated 180°
-        4: .bottomLeft,   // mirrored top-bottom
-        5: .topLeft,      // transposed (mirrored about the main diagonal)
-        6: .topRight,     // rotated 90° clockwise
-        7: .bottomRight,  // transversed
-        8: .bottomLeft,   // rotated 90° anticlockwise
+        1: .topLeft, // as stored
+        2: .topRight, // mirrored left-right
+        3: .bottomRight, // rotated 180°
+        4: .bottomLeft, // mirrored top-bottom
+        5: .topLeft, // transposed (mirrored about the main diagonal)
+        6: .topRight, // rotated 90° clockwise
+        7: .bottomRight, // transversed
+        8: .bottomLeft // rotated 90° anticlockwise
     ]
 
     /// Mean colour a few pixels in from `corner`, well inside the eighth-size marker.
@@ -29,8 +30,10 @@ final class OrientationTests: XCTestCase {
         return bitmap.meanColour(aroundX: x, y: y, radius: 1)
     }
 
-    func assertMarker(in bitmap: Bitmap, at expected: Corner, _ label: String,
-                      file: StaticString = #filePath, line: UInt = #line) {
+    func assertMarker(
+        in bitmap: Bitmap, at expected: Corner, _ label: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         for corner in Corner.allCases {
             let distance = colourDistance(colour(at: corner, of: bitmap), ImageSynthesizer.markerColour)
             if corner == expected {
@@ -43,8 +46,9 @@ final class OrientationTests: XCTestCase {
 
     func testOrientation6And8RotateThumbnails() throws {
         for (orientation, corner) in [(6, Corner.topRight), (8, .bottomLeft)] {
-            let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 21, marker: true,
-                                                 format: .jpeg(orientation: orientation))
+            let data = try ImageSynthesizer.data(
+                width: 400, height: 300, seed: 21, marker: true,
+                format: .jpeg(orientation: orientation))
             let info = try decoder.info(.data(data))
             XCTAssertEqual(info.orientation, orientation)
             XCTAssertEqual(info.width, 300, "info reports the upright width")
@@ -73,8 +77,9 @@ final class OrientationTests: XCTestCase {
         let reference = try decoder.decode(.data(upright), size: .maxPixelSize(200))
         assertMarker(in: reference, at: .topLeft, "the marker is where the synthesiser paints it")
         for orientation in 1...8 {
-            let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 22, marker: true,
-                                                 format: .jpeg(orientation: orientation))
+            let data = try ImageSynthesizer.data(
+                width: 400, height: 300, seed: 22, marker: true,
+                format: .jpeg(orientation: orientation))
             let path = try folder.write(data, named: "o\(orientation).jpg")
             let swapped = orientation >= 5
             let info = try decoder.info(.file(path))
@@ -90,7 +95,8 @@ final class OrientationTests: XCTestCase {
 
     func testRotatedLargeJPEGShrinksOnLoad() throws {
         // Shrink-on-load and rotation together: the 1/8 decode must still be turned upright.
-        let data = try ImageSynthesizer.data(width: 2400, height: 1600, seed: 23, marker: true, format: .jpeg(orientation: 6))
+        let data = try ImageSynthesizer.data(
+            width: 2400, height: 1600, seed: 23, marker: true, format: .jpeg(orientation: 6))
         let bitmap = try decoder.decode(.data(data), size: .maxPixelSize(150))
         XCTAssertEqual(bitmap.width, 100)
         XCTAssertEqual(bitmap.height, 150)
@@ -105,7 +111,8 @@ final class OrientationTests: XCTestCase {
         assertThrowsKind(.tooLarge) { () throws(VipsError) in try pixels.decode(.data(data), size: .maxPixelSize(50)) }
         let side = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxDimension: 350)))
         assertThrowsKind(.tooLarge) { () throws(VipsError) in try side.info(.data(data)) }
-        let enough = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 120_000, maxDimension: 400)))
+        let enough = ImageDecoder(
+            options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 120_000, maxDimension: 400)))
         XCTAssertEqual(try enough.info(.data(data)).height, 400)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// `ImageEncoder` round trips, `Bitmap` construction and in-memory `resize`.
 final class EncodeTests: XCTestCase {
@@ -31,8 +32,9 @@ final class EncodeTests: XCTestCase {
         let high = try encoder.encode(source, as: .jpeg(quality: 95))
         let low = try encoder.encode(source, as: .jpeg(quality: 30))
         XCTAssertGreaterThan(high.count, low.count)
-        XCTAssertLessThan(try decoder.decode(.data(high)).meanAbsoluteDifference(to: source),
-                          try decoder.decode(.data(low)).meanAbsoluteDifference(to: source))
+        XCTAssertLessThan(
+            try decoder.decode(.data(high)).meanAbsoluteDifference(to: source),
+            try decoder.decode(.data(low)).meanAbsoluteDifference(to: source))
         // Baseline frames start with SOF0 (FF C0), progressive ones with SOF2 (FF C2).
         func hasMarker(_ data: Data, _ marker: UInt8) -> Bool {
             let bytes = [UInt8](data)
@@ -61,14 +63,20 @@ final class EncodeTests: XCTestCase {
         var pixels = [UInt8]()
         for y in 0..<16 {
             for x in 0..<32 {
-                if x == 4 && y == 4 { pixels += [0, 0, 255, 128] }
-                else { pixels += x < 16 ? [0, 0, 0, 0] : [255, 0, 0, 255] }
+                if x == 4 && y == 4 {
+                    pixels += [0, 0, 255, 128]
+                } else {
+                    pixels += x < 16 ? [0, 0, 0, 0] : [255, 0, 0, 255]
+                }
             }
         }
         let source = try Bitmap(width: 32, height: 16, channels: 4, pixels: pixels)
         let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 95))))
-        XCTAssertLessThan(colourDistance(decoded.meanColour(aroundX: 10, y: 10, radius: 2), [255, 255, 255]), 6, "transparent → white")
-        XCTAssertLessThan(colourDistance(decoded.meanColour(aroundX: 26, y: 8, radius: 2), [255, 0, 0]), 12, "opaque kept")
+        XCTAssertLessThan(
+            colourDistance(decoded.meanColour(aroundX: 10, y: 10, radius: 2), [255, 255, 255]), 6, "transparent → white"
+        )
+        XCTAssertLessThan(
+            colourDistance(decoded.meanColour(aroundX: 26, y: 8, radius: 2), [255, 0, 0]), 12, "opaque kept")
         let png = try decoder.decode(.data(encoder.encode(source, as: .png())))
         XCTAssertEqual(png.channels, 4, "PNG keeps the alpha")
     }
@@ -113,7 +121,8 @@ final class EncodeTests: XCTestCase {
             var maxAlphaError = 0
             for y in stride(from: 0, to: 150, by: 5) {
                 for x in stride(from: 0, to: 200, by: 5) {
-                    maxAlphaError = max(maxAlphaError, abs(Int(decoded.pixel(x: x, y: y)![3]) - Int(rgba.pixel(x: x, y: y)![3])))
+                    maxAlphaError = max(
+                        maxAlphaError, abs(Int(decoded.pixel(x: x, y: y)![3]) - Int(rgba.pixel(x: x, y: y)![3])))
                 }
             }
             XCTAssertLessThanOrEqual(maxAlphaError, 3, "\(format)")
@@ -171,13 +180,16 @@ final class EncodeTests: XCTestCase {
             (0, 4, 3, 1, 0), (4, 0, 3, 1, 0), (-1, 4, 3, 1, 12), (2, 2, 1, 1, 4), (2, 2, 2, 1, 8), (2, 2, 5, 1, 20),
             (2, 2, 3, 0, 12), (2, 2, 3, -1, 12), (2, 2, 3, .nan, 12), (2, 2, 3, .infinity, 12),
             (2, 2, 3, 1, 11), (2, 2, 3, 1, 13), (2, 2, 4, 1, 12), (Int.max, 2, 3, 1, 12), (1 << 62, 1 << 62, 4, 1, 0),
-            (1 << 61, 1, 4, 1, 0),  // the pixel count fits an Int, the byte count does not
+            (1 << 61, 1, 4, 1, 0) // the pixel count fits an Int, the byte count does not
         ]
         for args in invalid {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-                try Bitmap(width: args.width, height: args.height, channels: args.channels, scale: args.scale,
-                           pixels: [UInt8](repeating: 1, count: args.count))
-            }, "\(args)")
+            assertThrowsKind(
+                .invalidArgument,
+                { () throws(VipsError) in
+                    try Bitmap(
+                        width: args.width, height: args.height, channels: args.channels, scale: args.scale,
+                        pixels: [UInt8](repeating: 1, count: args.count))
+                }, "\(args)")
         }
         XCTAssertNoThrow(try Bitmap(width: 2, height: 2, channels: 3, pixels: twelve))
         XCTAssertNoThrow(try Bitmap(width: 3, height: 1, channels: 4, pixels: twelve))
@@ -207,7 +219,9 @@ final class EncodeTests: XCTestCase {
 
     func testResizeNeverUpscales() throws {
         let source = try ImageSynthesizer.bitmap(width: 120, height: 90, seed: 90)
-        for size: TargetSize in [.maxPixelSize(120), .maxPixelSize(1000), .fit(width: 500, height: 91), .maxPixelSize(.max)] {
+        for size: TargetSize in [
+            .maxPixelSize(120), .maxPixelSize(1000), .fit(width: 500, height: 91), .maxPixelSize(.max)
+        ] {
             let resized = try decoder.resize(source, to: size, scale: 1)
             XCTAssertEqual(resized.width, 120, "\(size)")
             XCTAssertEqual(resized.height, 90, "\(size)")
@@ -224,12 +238,14 @@ final class EncodeTests: XCTestCase {
     func testResizeRejectsInvalidSizes() throws {
         let source = try ImageSynthesizer.bitmap(width: 40, height: 30, seed: 91)
         let invalid: [(TargetSize, Double)] = [
-            (.maxPixelSize(0), 1), (.fit(width: -1, height: 5), 1), (.maxPixelSize(10), 0), (.maxPixelSize(10), .infinity),
-            (.maxPixelSize(10), .nan), (.original, 0), (.original, -1), (.original, .nan),
+            (.maxPixelSize(0), 1), (.fit(width: -1, height: 5), 1), (.maxPixelSize(10), 0),
+            (.maxPixelSize(10), .infinity),
+            (.maxPixelSize(10), .nan), (.original, 0), (.original, -1), (.original, .nan)
         ]
         for (size, scale) in invalid {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in try decoder.resize(source, to: size, scale: scale) },
-                             "\(size) at \(scale)")
+            assertThrowsKind(
+                .invalidArgument, { () throws(VipsError) in try decoder.resize(source, to: size, scale: scale) },
+                "\(size) at \(scale)")
         }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Header probes (`ImageDecoder.info`) and magic-byte sniffing.
 final class ProbeTests: XCTestCase {
@@ -58,9 +59,12 @@ final class ProbeTests: XCTestCase {
         for variant in Fixtures.variants {
             let data = try ImageSynthesizer.data(width: 32, height: 24, alpha: variant.alpha, format: variant.format)
             XCTAssertEqual(ImageFormat.sniff(data), Fixtures.expectedFormat(variant.format), variant.name)
-            XCTAssertEqual(ImageFormat.sniff(data.prefix(16)), Fixtures.expectedFormat(variant.format), "16 bytes are enough: \(variant.name)")
+            XCTAssertEqual(
+                ImageFormat.sniff(data.prefix(16)), Fixtures.expectedFormat(variant.format),
+                "16 bytes are enough: \(variant.name)")
         }
-        let encoded = try ImageEncoder().encode(ImageSynthesizer.bitmap(width: 32, height: 24), as: .webp(lossless: true))
+        let encoded = try ImageEncoder().encode(
+            ImageSynthesizer.bitmap(width: 32, height: 24), as: .webp(lossless: true))
         XCTAssertEqual(ImageFormat.sniff(encoded), .webp)
 
         let ascii = { (text: String) in Array(text.utf8) }
@@ -86,7 +90,7 @@ final class ProbeTests: XCTestCase {
             (ascii("<svg xmlns="), .svg),
             ([0xEF, 0xBB, 0xBF] + ascii(" \n<?xml version"), .svg),
             (ascii("<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\""), .svg),
-            (ascii("<!doctype svg>"), .svg),
+            (ascii("<!doctype svg>"), .svg)
         ]
         for (bytes, format) in magic {
             XCTAssertEqual(ImageFormat.sniff(bytes), format, "\(bytes.prefix(12))")
@@ -99,17 +103,17 @@ final class ProbeTests: XCTestCase {
         let junk: [[UInt8]] = [
             [],
             [0xFF],
-            [0xFF, 0xD8],                                   // JPEG SOI without a marker
-            [0x89, 0x50, 0x4E, 0x47],                       // PNG signature cut short
+            [0xFF, 0xD8], // JPEG SOI without a marker
+            [0x89, 0x50, 0x4E, 0x47], // PNG signature cut short
             ascii("GIF88a"),
-            ascii("RIFF") + [0, 0, 0, 0] + ascii("WAVE"),   // a RIFF that is not WebP
-            [0, 0, 0, 0x18] + ascii("ftypisom"),            // an MP4, not HEIF
+            ascii("RIFF") + [0, 0, 0, 0] + ascii("WAVE"), // a RIFF that is not WebP
+            [0, 0, 0, 0x18] + ascii("ftypisom"), // an MP4, not HEIF
             ascii("hello, world: this is plain text"),
             ascii("<html><body>not an image</body></html>"),
             ascii("<!DOCTYPE html><html><body>404</body></html>"),
             ascii("<!doctype sv"),
             ascii("P7\n"),
-            [UInt8](repeating: 0, count: 32),
+            [UInt8](repeating: 0, count: 32)
         ]
         for bytes in junk {
             XCTAssertNil(ImageFormat.sniff(bytes), "\(bytes)")

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Animated GIF and WebP: every frame, timing, limits, round trips through `info`.
 final class AnimationTests: XCTestCase {
@@ -28,7 +29,8 @@ final class AnimationTests: XCTestCase {
             XCTAssertEqual(decoded.delays, [100, 200, 300, 400], "\(format)")
             XCTAssertEqual(decoded.loopCount, 3, "\(format)")
             let reds = decoded.frames.map { Int($0.pixel(x: 30, y: 20)?[0] ?? 0) }
-            XCTAssertTrue(reds[0] > 200 && reds[1] < 60 && reds[2] < 60 && reds[3] > 200, "\(format): frames in order \(reds)")
+            XCTAssertTrue(
+                reds[0] > 200 && reds[1] < 60 && reds[2] < 60 && reds[3] > 200, "\(format): frames in order \(reds)")
             // Without the opt-in, the first frame, as before.
             let still = try ImageDecoder().decode(.data(encoded.data), size: .maxPixelSize(60))
             XCTAssertEqual([still.width, still.height], [60, 45])
@@ -40,9 +42,11 @@ final class AnimationTests: XCTestCase {
     func testFramesTogetherObeyThePixelLimit() throws {
         let encoded = try ImageEncoder().encode(try animation(), as: .gif)
         var options = DecodeOptions()
-        options.limits.maxPixelCount = 120 * 90 * 3   // one frame fits, four do not
+        options.limits.maxPixelCount = 120 * 90 * 3 // one frame fits, four do not
         XCTAssertNoThrow(try ImageDecoder(options: options).decode(.data(encoded.data)))
-        assertThrowsKind(.tooLarge, { () throws(VipsError) in try ImageDecoder(options: options).decodeAnimation(.data(encoded.data)) })
+        assertThrowsKind(
+            .tooLarge,
+            { () throws(VipsError) in try ImageDecoder(options: options).decodeAnimation(.data(encoded.data)) })
     }
 
     func testStillImagesAreOneFrame() throws {

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Resize modes and one-sided targets on real generated images.
 final class GeometryTests: XCTestCase {
@@ -41,7 +42,8 @@ final class GeometryTests: XCTestCase {
         XCTAssertEqual(try size(.fit(width: 1000, height: 100), .fill(), upscale: true), [1000, 100])
         XCTAssertEqual(try size(.fit(width: 1000, height: 1000), .stretch), [640, 480])
         XCTAssertEqual(try size(.fit(width: 1000, height: 900), .stretch, upscale: true), [1000, 900])
-        XCTAssertEqual(try size(.fit(width: 1000, height: 1000), .contain()), [1000, 1000], "contain pads, never enlarges")
+        XCTAssertEqual(
+            try size(.fit(width: 1000, height: 1000), .contain()), [1000, 1000], "contain pads, never enlarges")
         XCTAssertEqual(try size(.width(1000), .fit), [640, 480])
         XCTAssertEqual(try size(.width(1280), .fit, upscale: true), [1280, 960])
     }
@@ -67,8 +69,9 @@ final class GeometryTests: XCTestCase {
         let photo = try ImageSynthesizer.bitmap(width: 64, height: 48)
         for format in [OutputFormat.avif(), .webp(), .png(), .gif, .jpeg()] {
             let intact = try ImageEncoder().encode(photo, as: format).data
-            XCTAssertEqual(try decoder.decode(.data(intact), size: .maxPixelSize(32), mode: .fit).source?.decodedLeniently, false,
-                           "\(format)")
+            XCTAssertEqual(
+                try decoder.decode(.data(intact), size: .maxPixelSize(32), mode: .fit).source?.decodedLeniently, false,
+                "\(format)")
         }
         let strict = ImageDecoder(options: DecodeOptions(strict: true))
         XCTAssertThrowsError(try strict.decode(.data(Data(cut)), size: .fit(width: 64, height: 64), mode: .fit))
@@ -77,7 +80,8 @@ final class GeometryTests: XCTestCase {
     func testFillCoversThroughTheSameShrinkOnLoadAsTheCoveringSide() throws {
         // 4000×3000 filled into 256×256 covers with height 256: the loader's
         // factor is 3000/256 ≈ 11.7, so the JPEG is decoded at 1/8, as fit does.
-        let info = ImageInfo(width: 4000, height: 3000, format: .jpeg, bands: 3, hasAlpha: false, orientation: 1, pages: 1)
+        let info = ImageInfo(
+            width: 4000, height: 3000, format: .jpeg, bands: 3, hasAlpha: false, orientation: 1, pages: 1)
         XCTAssertEqual(ImageDecoder.coveringSide(info, box: (256, 256)), .height(256))
         XCTAssertEqual(ImageDecoder.coveringSide(info, box: (400, 100)), .width(400))
         let data = try ImageSynthesizer.data(width: 1600, height: 1200, format: .jpeg())
@@ -144,16 +148,19 @@ final class GeometryTests: XCTestCase {
     func testContainPadsWithTheBackground() throws {
         let data = try Self.png(width: 400, height: 200) { _, _ in Self.red }
         let blue = Colour(red: 0, green: 0, blue: 255)
-        let padded = try decoder.decode(.data(data), size: .fit(width: 100, height: 100), mode: .contain(background: blue))
+        let padded = try decoder.decode(
+            .data(data), size: .fit(width: 100, height: 100), mode: .contain(background: blue))
         XCTAssertEqual([padded.width, padded.height, padded.channels], [100, 100, 3])
         XCTAssertEqual(padded.pixel(x: 50, y: 5), Self.blue)
         XCTAssertEqual(padded.pixel(x: 50, y: 50), Self.red)
         XCTAssertEqual(padded.pixel(x: 50, y: 95), Self.blue)
-        let top = try decoder.decode(.data(data), size: .fit(width: 100, height: 100),
-                                     mode: .contain(background: blue, gravity: .north))
+        let top = try decoder.decode(
+            .data(data), size: .fit(width: 100, height: 100),
+            mode: .contain(background: blue, gravity: .north))
         XCTAssertEqual(top.pixel(x: 50, y: 5), Self.red)
         XCTAssertEqual(top.pixel(x: 50, y: 95), Self.blue)
-        let clear = try decoder.decode(.data(data), size: .fit(width: 100, height: 100), mode: .contain(background: .transparent))
+        let clear = try decoder.decode(
+            .data(data), size: .fit(width: 100, height: 100), mode: .contain(background: .transparent))
         XCTAssertEqual(clear.channels, 4)
         XCTAssertEqual(clear.pixel(x: 50, y: 5)?[3], 0)
         XCTAssertEqual(clear.pixel(x: 50, y: 50), [255, 0, 0, 255])
@@ -162,19 +169,27 @@ final class GeometryTests: XCTestCase {
     func testBadGeometryIsAnInvalidArgument() throws {
         let data = try ImageSynthesizer.data(width: 64, height: 48, format: .png())
         for size in [TargetSize.width(0), .height(-3), .fit(width: 0, height: 10), .maxPixelSize(-1)] {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-                try decoder.decode(.data(data), size: size, mode: .fill())
-            }, "\(size)")
+            assertThrowsKind(
+                .invalidArgument,
+                { () throws(VipsError) in
+                    try decoder.decode(.data(data), size: size, mode: .fill())
+                }, "\(size)")
         }
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try decoder.decode(.data(data), size: .width(10), mode: .fill())
-        }, "fill needs a box")
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try decoder.decode(.data(data), size: .fit(width: 10, height: 10), mode: .contain(gravity: .attention))
-        })
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try decoder.decode(.data(data), size: .fit(width: 10, height: 10), mode: .fill(), scale: .nan)
-        })
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try decoder.decode(.data(data), size: .width(10), mode: .fill())
+            }, "fill needs a box")
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try decoder.decode(.data(data), size: .fit(width: 10, height: 10), mode: .contain(gravity: .attention))
+            })
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try decoder.decode(.data(data), size: .fit(width: 10, height: 10), mode: .fill(), scale: .nan)
+            })
     }
 
     func testColourParsing() throws {

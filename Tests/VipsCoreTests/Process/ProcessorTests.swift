@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// The built-in processors on real bitmaps.
 final class ProcessorTests: XCTestCase {
@@ -21,14 +22,22 @@ final class ProcessorTests: XCTestCase {
         XCTAssertEqual([cropped.width, cropped.height], [20, 10])
         XCTAssertEqual(cropped.pixel(x: 0, y: 0), Self.red)
         XCTAssertEqual(cropped.pixel(x: 10, y: 0), Self.grey)
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try ImageProcessors.Crop(x: 90, y: 0, width: 20, height: 10).process(bitmap)
-        }, "outside the image")
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in try ImageProcessors.Crop(x: -1, y: 0, width: 2, height: 2).validate() })
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in try ImageProcessors.Crop(x: 0, y: 0, width: 0, height: 2).validate() })
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try ImageProcessors.Crop(x: Int.max, y: 0, width: Int.max, height: 1).process(bitmap)
-        }, "no overflow")
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try ImageProcessors.Crop(x: 90, y: 0, width: 20, height: 10).process(bitmap)
+            }, "outside the image")
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in try ImageProcessors.Crop(x: -1, y: 0, width: 2, height: 2).validate() })
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in try ImageProcessors.Crop(x: 0, y: 0, width: 0, height: 2).validate() })
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try ImageProcessors.Crop(x: Int.max, y: 0, width: Int.max, height: 1).process(bitmap)
+            }, "no overflow")
     }
 
     func testRoundedCornersAndCircleGainAlpha() throws {
@@ -44,11 +53,15 @@ final class ProcessorTests: XCTestCase {
         XCTAssertEqual(circle.pixel(x: 2, y: 2)?[3], 0)
         XCTAssertEqual(circle.pixel(x: 30, y: 1)?[3], 255)
         XCTAssertEqual(circle.pixel(x: 30, y: 30)?[3], 255)
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try ImageProcessors.RoundedCorners(radius: 31).process(bitmap)
-        }, "radius larger than the image")
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try ImageProcessors.RoundedCorners(radius: 31).process(bitmap)
+            }, "radius larger than the image")
         for radius in [0, -1, Double.nan, .infinity] {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in try ImageProcessors.RoundedCorners(radius: radius).validate() })
+            assertThrowsKind(
+                .invalidArgument,
+                { () throws(VipsError) in try ImageProcessors.RoundedCorners(radius: radius).validate() })
         }
         // An RGBA input keeps its own transparency inside the shape.
         let half = try Bitmap(width: 40, height: 40, channels: 4, pixels: [UInt8](repeating: 100, count: 40 * 40 * 4))
@@ -64,8 +77,10 @@ final class ProcessorTests: XCTestCase {
         let edge = try XCTUnwrap(blurred.pixel(x: 30, y: 10))
         XCTAssertTrue(edge[0] > 128 && edge[0] < 255 && edge[1] > 0 && edge[1] < 128, "the edge is blurred: \(edge)")
         for sigma in [0, -1, Double.nan, 1e9] {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in try ImageProcessors.GaussianBlur(sigma: sigma).process(bitmap) },
-                             "sigma \(sigma)")
+            assertThrowsKind(
+                .invalidArgument,
+                { () throws(VipsError) in try ImageProcessors.GaussianBlur(sigma: sigma).process(bitmap) },
+                "sigma \(sigma)")
         }
         let sharpened = try ImageProcessors.Sharpen().process(bitmap)
         XCTAssertEqual([sharpened.width, sharpened.height, sharpened.channels], [60, 60, 3])
@@ -100,21 +115,29 @@ final class ProcessorTests: XCTestCase {
         let blended = try XCTUnwrap(topLeft.pixel(x: 5, y: 5))
         XCTAssertTrue(blended.allSatisfy { (60...68).contains($0) }, "half of 128 over 0: \(blended)")
         XCTAssertEqual(topLeft.pixel(x: 50, y: 50), Self.grey)
-        assertThrowsKind(.invalidArgument, { () throws(VipsError) in
-            try ImageProcessors.Overlay(base, gravity: .centre).process(mark)
-        }, "overlay larger than the base")
+        assertThrowsKind(
+            .invalidArgument,
+            { () throws(VipsError) in
+                try ImageProcessors.Overlay(base, gravity: .centre).process(mark)
+            }, "overlay larger than the base")
         for opacity in [-0.1, 1.5, Double.nan] {
-            assertThrowsKind(.invalidArgument, { () throws(VipsError) in try ImageProcessors.Overlay(mark, opacity: opacity).validate() })
+            assertThrowsKind(
+                .invalidArgument,
+                { () throws(VipsError) in try ImageProcessors.Overlay(mark, opacity: opacity).validate() })
         }
         XCTAssertNotEqual(ImageProcessors.Overlay(mark).identifier, ImageProcessors.Overlay(base).identifier)
     }
 
     func testCompositionAppliesInOrder() throws {
         let bitmap = try marked(100, 50)
-        let cropThenTurn = ImageProcessors.Composition([ImageProcessors.Crop(x: 0, y: 0, width: 40, height: 20),
-                                                         ImageProcessors.Rotate(.degrees90)])
-        let turnThenCrop = ImageProcessors.Composition([ImageProcessors.Rotate(.degrees90),
-                                                         ImageProcessors.Crop(x: 0, y: 0, width: 40, height: 20)])
+        let cropThenTurn = ImageProcessors.Composition([
+            ImageProcessors.Crop(x: 0, y: 0, width: 40, height: 20),
+            ImageProcessors.Rotate(.degrees90)
+        ])
+        let turnThenCrop = ImageProcessors.Composition([
+            ImageProcessors.Rotate(.degrees90),
+            ImageProcessors.Crop(x: 0, y: 0, width: 40, height: 20)
+        ])
         let a = try cropThenTurn.process(bitmap)
         let b = try turnThenCrop.process(bitmap)
         XCTAssertEqual([a.width, a.height], [20, 40])
@@ -123,15 +146,19 @@ final class ProcessorTests: XCTestCase {
         XCTAssertEqual(b.pixel(x: 5, y: 5), Self.grey, "the marker went to the right before the crop")
         XCTAssertEqual(cropThenTurn.identifier, "vipsload.crop(0,0,40x20)|vipsload.rotate(90)")
         XCTAssertNotEqual(cropThenTurn.identifier, turnThenCrop.identifier)
-        let bad = ImageProcessors.Composition([ImageProcessors.Rotate(.degrees90), ImageProcessors.GaussianBlur(sigma: .nan)])
+        let bad = ImageProcessors.Composition([
+            ImageProcessors.Rotate(.degrees90), ImageProcessors.GaussianBlur(sigma: .nan)
+        ])
         assertThrowsKind(.invalidArgument, { () throws(VipsError) in try bad.validate() })
     }
 
     func testProcessorsKeepTheSource() throws {
         let data = try ImageSynthesizer.data(width: 320, height: 240, format: .jpeg())
         let bitmap = try ImageDecoder().decode(.data(data), size: .fit(width: 100, height: 100), mode: .fit)
-        let processed = try ImageProcessors.Composition([ImageProcessors.Circle(), ImageProcessors.GaussianBlur(sigma: 1)])
-            .process(bitmap)
+        let processed = try ImageProcessors.Composition([
+            ImageProcessors.Circle(), ImageProcessors.GaussianBlur(sigma: 1)
+        ])
+        .process(bitmap)
         XCTAssertEqual(processed.source?.info.width, 320)
     }
 }

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// Decoding from many threads at once gives exactly what decoding one at a time gives.
 final class ConcurrencyTests: XCTestCase {
@@ -18,15 +19,20 @@ final class ConcurrencyTests: XCTestCase {
         let folder = try TemporaryFolder()
         let formats: [(ImageSynthesizer.Format, Bool)] = [
             (.jpeg(), false), (.jpeg(progressive: true, orientation: 6), false), (.jpeg(cmyk: true), false),
-            (.png(), true), (.png(sixteenBit: true), false), (.png(palette: true), false), (.png(grey: true, interlaced: true), true),
-            (.webp(), false), (.webp(lossless: true), true), (.gif, true), (.tiff, false), (.jpeg(orientation: 8), false),
+            (.png(), true), (.png(sixteenBit: true), false), (.png(palette: true), false),
+            (.png(grey: true, interlaced: true), true),
+            (.webp(), false), (.webp(lossless: true), true), (.gif, true), (.tiff, false),
+            (.jpeg(orientation: 8), false)
         ]
         var inputs: [ImageInput] = []
         for (index, (format, alpha)) in formats.enumerated() {
-            let data = try ImageSynthesizer.data(width: 320 - index * 8, height: 240, seed: 60 + index, alpha: alpha,
-                                                 marker: true, format: format)
+            let data = try ImageSynthesizer.data(
+                width: 320 - index * 8, height: 240, seed: 60 + index, alpha: alpha,
+                marker: true, format: format)
             // Alternate memory and file inputs, so both source kinds run concurrently.
-            inputs.append(index.isMultiple(of: 2) ? .data(data) : .file(try folder.write(data, named: "\(index).\(format.fileExtension)")))
+            inputs.append(
+                index.isMultiple(of: 2)
+                    ? .data(data) : .file(try folder.write(data, named: "\(index).\(format.fileExtension)")))
         }
         return Corpus(inputs: inputs, folder: folder)
     }
@@ -66,7 +72,9 @@ final class ConcurrencyTests: XCTestCase {
         XCTAssertEqual(results.count, jobs)
         for job in 0..<jobs {
             let expected = reference[job % inputs.count][(job / inputs.count) % sizeCount]
-            XCTAssertEqual(results[job], expected, "job \(job): input \(job % inputs.count) at \(Self.sizes[(job / inputs.count) % sizeCount])")
+            XCTAssertEqual(
+                results[job], expected,
+                "job \(job): input \(job % inputs.count) at \(Self.sizes[(job / inputs.count) % sizeCount])")
         }
     }
 
@@ -90,7 +98,8 @@ final class ConcurrencyTests: XCTestCase {
         let collected = results.withLock { $0 }
         XCTAssertEqual(collected.count, jobs)
         for job in 0..<jobs {
-            XCTAssertEqual(collected[job], reference[job % inputs.count][(job / inputs.count) % sizeCount], "job \(job)")
+            XCTAssertEqual(
+                collected[job], reference[job % inputs.count][(job / inputs.count) % sizeCount], "job \(job)")
         }
     }
 
@@ -106,7 +115,9 @@ final class ConcurrencyTests: XCTestCase {
         let lenient = decoder, strict = ImageDecoder(options: DecodeOptions(strict: true))
         let inputs = corpus.inputs
 
-        enum Outcome: Sendable { case info(Int, ImageInfo), pixels(Int, Result), failed(VipsError), lenientTruncated(Int) }
+        enum Outcome: Sendable {
+            case info(Int, ImageInfo), pixels(Int, Result), failed(VipsError), lenientTruncated(Int)
+        }
         let warningsBefore = VipsRuntime.warningCount
         let jobs = 300
         let outcomes = await withTaskGroup(of: Outcome.self) { group in
@@ -116,7 +127,8 @@ final class ConcurrencyTests: XCTestCase {
                     do throws(VipsError) {
                         switch job % 5 {
                         case 0: return .info(index, try lenient.info(inputs[index]))
-                        case 1: return .pixels(index, Result(try lenient.decode(inputs[index], size: .maxPixelSize(48))))
+                        case 1:
+                            return .pixels(index, Result(try lenient.decode(inputs[index], size: .maxPixelSize(48))))
                         case 2: return .lenientTruncated(try lenient.decode(truncated, size: .maxPixelSize(48)).width)
                         case 3: _ = try strict.decode(truncated, size: .maxPixelSize(48))
                         default: _ = try lenient.decode(garbled, size: .maxPixelSize(48))
@@ -147,7 +159,8 @@ final class ConcurrencyTests: XCTestCase {
         }
         XCTAssertEqual(failures, jobs * 2 / 5, "exactly the strict-truncated and garbled jobs fail")
         XCTAssertEqual(truncatedDecodes, jobs / 5)
-        XCTAssertGreaterThanOrEqual(VipsRuntime.warningCount - warningsBefore, truncatedDecodes,
-                                    "every lenient truncated decode counts its warning")
+        XCTAssertGreaterThanOrEqual(
+            VipsRuntime.warningCount - warningsBefore, truncatedDecodes,
+            "every lenient truncated decode counts its warning")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsCore
 
 /// A fake system root in a temporary folder: `/proc/self/cgroup`,
@@ -28,7 +29,9 @@ final class SystemRootFixture {
 
     /// 16 GiB of RAM, 12 GiB available.
     func meminfo(totalKiB: Int = 16 << 20, availableKiB: Int = 12 << 20) throws {
-        try write("/proc/meminfo", """
+        try write(
+            "/proc/meminfo",
+            """
             MemTotal:       \(totalKiB) kB
             MemFree:         1000000 kB
             MemAvailable:   \(availableKiB) kB
@@ -41,7 +44,9 @@ final class SystemRootFixture {
     /// A pure cgroup v2 system: the unified hierarchy mounted at /sys/fs/cgroup.
     func unified(path: String, mountRoot: String = "/") throws {
         try write("/proc/self/cgroup", "0::\(path)\n")
-        try write("/proc/self/mountinfo", """
+        try write(
+            "/proc/self/mountinfo",
+            """
             22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
             25 22 0:23 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
             30 22 0:26 \(mountRoot) /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
@@ -84,17 +89,22 @@ final class SystemResourcesTests: XCTestCase {
         XCTAssertEqual(resources.memoryLimitFile, system.root + base + "/pod1/memory.max")
         XCTAssertEqual(resources.physicalMemory, 16 << 30)
         XCTAssertEqual(resources.availableMemory, 12 << 30)
-        XCTAssertEqual(resources.memoryPressureFile, system.root + base + "/pod1/ctr/memory.pressure",
-                       "the container's own pressure before the system's")
-        XCTAssertEqual(resources.memoryUsageFile, system.root + base + "/pod1/memory.current",
-                       "usage is read where the limit is")
-        XCTAssertTrue(resources.description.contains("memory limit: 256 MiB (cgroup v2 memory.max, \(system.root + base)/pod1/memory.max)"),
-                      resources.description)
+        XCTAssertEqual(
+            resources.memoryPressureFile, system.root + base + "/pod1/ctr/memory.pressure",
+            "the container's own pressure before the system's")
+        XCTAssertEqual(
+            resources.memoryUsageFile, system.root + base + "/pod1/memory.current",
+            "usage is read where the limit is")
+        XCTAssertTrue(
+            resources.description.contains(
+                "memory limit: 256 MiB (cgroup v2 memory.max, \(system.root + base)/pod1/memory.max)"),
+            resources.description)
 
         // Usage: memory.current less the inactive file cache the kernel can reclaim.
         XCTAssertNil(resources.currentMemoryUsage(), "no memory.current yet")
         try system.write(base + "/pod1/memory.current", "104857600\n")
-        try system.write(base + "/pod1/memory.stat", "anon 52428800\nfile 52428800\ninactive_file 41943040\nactive_file 10485760\n")
+        try system.write(
+            base + "/pod1/memory.stat", "anon 52428800\nfile 52428800\ninactive_file 41943040\nactive_file 10485760\n")
         XCTAssertEqual(resources.currentMemoryUsage(), 60 << 20)
     }
 
@@ -123,8 +133,9 @@ final class SystemResourcesTests: XCTestCase {
         XCTAssertEqual(resources.memoryLimit, 512 << 20)
         XCTAssertEqual(resources.cpuQuota, 0.5)
         XCTAssertEqual(resources.usableCPUs, 1, "half a CPU is still at least one")
-        XCTAssertEqual(resources.memoryPressureFile, system.root + "/proc/pressure/memory",
-                       "no memory.pressure in the cgroup: the system's")
+        XCTAssertEqual(
+            resources.memoryPressureFile, system.root + "/proc/pressure/memory",
+            "no memory.pressure in the cgroup: the system's")
     }
 
     func testV2ContainerWithoutNamespaceSeesItsSubtreeMountedAtTheMountPoint() throws {
@@ -174,7 +185,9 @@ final class SystemResourcesTests: XCTestCase {
     private func v1System(path: String, mountRoot: String = "/", unified: Bool = false) throws -> SystemRootFixture {
         let system = try SystemRootFixture(self)
         try system.meminfo()
-        try system.write("/proc/self/cgroup", """
+        try system.write(
+            "/proc/self/cgroup",
+            """
             12:pids:\(path)
             11:memory:\(path)
             4:cpu,cpuacct:\(path)
@@ -183,7 +196,9 @@ final class SystemResourcesTests: XCTestCase {
             \(unified ? "0::/" : "")
 
             """)
-        try system.write("/proc/self/mountinfo", """
+        try system.write(
+            "/proc/self/mountinfo",
+            """
             22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
             30 22 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
             31 30 0:27 \(mountRoot) /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:10 - cgroup cgroup rw,xattr,name=systemd
@@ -204,7 +219,9 @@ final class SystemResourcesTests: XCTestCase {
         try system.write(memory + "/memory.limit_in_bytes", "402653184\n")
         try system.write(memory + "/ctr/memory.limit_in_bytes", "9223372036854771712\n")
         try system.write(memory + "/memory.usage_in_bytes", "209715200\n")
-        try system.write(memory + "/memory.stat", "cache 104857600\nrss 104857600\ninactive_file 1048576\ntotal_inactive_file 52428800\n")
+        try system.write(
+            memory + "/memory.stat",
+            "cache 104857600\nrss 104857600\ninactive_file 1048576\ntotal_inactive_file 52428800\n")
         let cpu = "/sys/fs/cgroup/cpu,cpuacct/kubepods/burstable/pod7"
         try system.write(cpu + "/cpu.cfs_quota_us", "250000\n")
         try system.write(cpu + "/cpu.cfs_period_us", "100000\n")
@@ -247,15 +264,18 @@ final class SystemResourcesTests: XCTestCase {
         XCTAssertNil(resources.cpuQuota)
         XCTAssertEqual(resources.usableCPUs, 8)
         XCTAssertEqual(resources.memoryPressureFile, system.root + "/sys/fs/cgroup/unified/memory.pressure")
-        XCTAssertTrue(resources.notes.contains("\(system.root)/sys/fs/cgroup/memory/memory.limit_in_bytes: no limit"),
-                      "\(resources.notes)")
+        XCTAssertTrue(
+            resources.notes.contains("\(system.root)/sys/fs/cgroup/memory/memory.limit_in_bytes: no limit"),
+            "\(resources.notes)")
     }
 
     func testV1WithoutMemoryOrCPUControllerMounted() throws {
         let system = try SystemRootFixture(self)
         try system.meminfo()
         try system.write("/proc/self/cgroup", "3:pids:/a\n1:name=systemd:/a\n")
-        try system.write("/proc/self/mountinfo", """
+        try system.write(
+            "/proc/self/mountinfo",
+            """
             34 30 0:30 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids
 
             """)
@@ -284,7 +304,8 @@ final class SystemResourcesTests: XCTestCase {
         let system = try SystemRootFixture(self)
         try system.write("/proc/meminfo", "MemTotal: lots\nMemAvailable: -5 kB\nnonsense\n\u{0}\u{1}")
         try system.write("/proc/self/cgroup", "garbage\n::\nx:y:z\n0::/a\n")
-        try system.write("/proc/self/mountinfo", "- - -\n1 2 3\n\n30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+        try system.write(
+            "/proc/self/mountinfo", "- - -\n1 2 3\n\n30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
         let folder = "/sys/fs/cgroup/a"
         for (name, contents) in [("memory.max", "banana\n"), ("memory.high", ""), ("cpu.max", "max\n")] {
             try system.write(folder + "/" + name, contents)
@@ -296,7 +317,8 @@ final class SystemResourcesTests: XCTestCase {
         XCTAssertEqual(resources.physicalMemory, Int(ProcessInfo.processInfo.physicalMemory))
         XCTAssertNil(resources.cpuQuota)
         XCTAssertEqual(resources.usableCPUs, 2)
-        XCTAssertEqual(resources.notes.filter { $0.contains("unreadable value ignored") }.count, 4, "\(resources.notes)")
+        XCTAssertEqual(
+            resources.notes.filter { $0.contains("unreadable value ignored") }.count, 4, "\(resources.notes)")
     }
 
     func testHugeNumbersAreNoLimit() throws {
@@ -338,13 +360,15 @@ final class SystemResourcesTests: XCTestCase {
     }
 
     func testMembershipAndMountinfoParsers() {
-        let memberships = ControlGroupFiles.memberships("12:memory:/a:b/c\n0::/user.slice\nbad line\n4:cpu,cpuacct:/x\n")
+        let memberships = ControlGroupFiles.memberships(
+            "12:memory:/a:b/c\n0::/user.slice\nbad line\n4:cpu,cpuacct:/x\n")
         XCTAssertEqual(memberships.count, 3)
         XCTAssertEqual(memberships[0].path, "/a:b/c", "a path may contain colons")
         XCTAssertTrue(memberships[1].isUnified)
         XCTAssertEqual(memberships[2].controllers, ["cpu", "cpuacct"])
 
-        let mounts = ControlGroupFiles.cgroupMounts("""
+        let mounts = ControlGroupFiles.cgroupMounts(
+            """
             36 25 0:31 / /sys/fs/cgroup/with\\040space rw,relatime shared:5 master:1 - cgroup2 cgroup2 rw
             37 25 0:32 /sub /mnt/cg rw - cgroup none rw,memory
             38 25 0:33 / /proc rw - proc proc rw
@@ -356,16 +380,19 @@ final class SystemResourcesTests: XCTestCase {
         XCTAssertEqual(mounts[1].root, "/sub")
         XCTAssertEqual(mounts[1].superOptions, ["rw", "memory"])
 
-        XCTAssertEqual(ControlGroupFiles.folder(of: "/a/b", mountRoot: "/", mountPoint: "/sys/fs/cgroup"), "/sys/fs/cgroup/a/b")
+        XCTAssertEqual(
+            ControlGroupFiles.folder(of: "/a/b", mountRoot: "/", mountPoint: "/sys/fs/cgroup"), "/sys/fs/cgroup/a/b")
         XCTAssertEqual(ControlGroupFiles.folder(of: "/a/b", mountRoot: "/a", mountPoint: "/cg"), "/cg/b")
         XCTAssertEqual(ControlGroupFiles.folder(of: "/a", mountRoot: "/a", mountPoint: "/cg"), "/cg")
         XCTAssertNil(ControlGroupFiles.folder(of: "/other", mountRoot: "/a", mountPoint: "/cg"))
-        XCTAssertEqual(ControlGroupFiles.folder(of: "/../../etc", mountRoot: "/", mountPoint: "/cg"), "/cg/etc",
-                       "no climbing out of the mount")
+        XCTAssertEqual(
+            ControlGroupFiles.folder(of: "/../../etc", mountRoot: "/", mountPoint: "/cg"), "/cg/etc",
+            "no climbing out of the mount")
     }
 
     func testMeminfoParser() {
-        let values = ControlGroupFiles.memInfo("MemTotal:  100 kB\nHugePages_Total: 3\nBad: x kB\nHuge: 99999999999999999 kB\n")
+        let values = ControlGroupFiles.memInfo(
+            "MemTotal:  100 kB\nHugePages_Total: 3\nBad: x kB\nHuge: 99999999999999999 kB\n")
         XCTAssertEqual(values["MemTotal"], 102_400)
         XCTAssertEqual(values["HugePages_Total"], 3)
         XCTAssertNil(values["Bad"])

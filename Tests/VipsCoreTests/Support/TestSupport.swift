@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsCore
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsCore
 
 /// A folder under the system temporary directory, removed when the value is dropped.
 final class TemporaryFolder {
@@ -32,8 +33,9 @@ final class TemporaryFolder {
 enum Fixtures {
     /// A 4000×3000 baseline JPEG, for the shrink-on-load tests.
     static let largeJPEG: Data = {
-        do { return try ImageSynthesizer.data(width: 4000, height: 3000, seed: 40, format: .jpeg(quality: 85)) }
-        catch { preconditionFailure("cannot synthesise the large JPEG fixture: \(error)") }
+        do { return try ImageSynthesizer.data(width: 4000, height: 3000, seed: 40, format: .jpeg(quality: 85)) } catch {
+            preconditionFailure("cannot synthesise the large JPEG fixture: \(error)")
+        }
     }()
 
     /// Every variant the decoder must read, at 400×300, with whether it carries alpha.
@@ -56,14 +58,16 @@ enum Fixtures {
         ("gif", .gif, false),
         ("gif-alpha", .gif, true),
         ("tiff", .tiff, false),
-        ("tiff-alpha", .tiff, true),
+        ("tiff-alpha", .tiff, true)
     ]
 
     /// Each of `variants` encoded at 400×300 (seed 5), made once: palette and
     /// GIF quantisation make synthesis the slow part of the format tests.
     static let variantData: [Data] = variants.map { variant in
-        do { return try ImageSynthesizer.data(width: 400, height: 300, seed: 5, alpha: variant.alpha, format: variant.format) }
-        catch { preconditionFailure("cannot synthesise \(variant.name): \(error)") }
+        do {
+            return try ImageSynthesizer.data(
+                width: 400, height: 300, seed: 5, alpha: variant.alpha, format: variant.format)
+        } catch { preconditionFailure("cannot synthesise \(variant.name): \(error)") }
     }
 
     /// The sniffed format each synthesiser format must produce.
@@ -103,10 +107,15 @@ func assertFits(
 ) {
     let scale = min(Double(box.width) / Double(source.width), Double(box.height) / Double(source.height))
     let expected = (Double(source.width) * scale, Double(source.height) * scale)
-    XCTAssertLessThanOrEqual(abs(Double(bitmap.width) - expected.0), 1, "width \(bitmap.width) vs \(expected.0). \(message())", file: file, line: line)
-    XCTAssertLessThanOrEqual(abs(Double(bitmap.height) - expected.1), 1, "height \(bitmap.height) vs \(expected.1). \(message())", file: file, line: line)
-    XCTAssertTrue(bitmap.width == box.width || bitmap.height == box.height,
-                  "\(bitmap.width)×\(bitmap.height) touches neither side of \(box). \(message())", file: file, line: line)
+    XCTAssertLessThanOrEqual(
+        abs(Double(bitmap.width) - expected.0), 1, "width \(bitmap.width) vs \(expected.0). \(message())", file: file,
+        line: line)
+    XCTAssertLessThanOrEqual(
+        abs(Double(bitmap.height) - expected.1), 1, "height \(bitmap.height) vs \(expected.1). \(message())",
+        file: file, line: line)
+    XCTAssertTrue(
+        bitmap.width == box.width || bitmap.height == box.height,
+        "\(bitmap.width)×\(bitmap.height) touches neither side of \(box). \(message())", file: file, line: line)
     XCTAssertLessThanOrEqual(bitmap.width, box.width, message(), file: file, line: line)
     XCTAssertLessThanOrEqual(bitmap.height, box.height, message(), file: file, line: line)
     assertAspect(bitmap, source: source, message(), file: file, line: line)
@@ -118,9 +127,10 @@ func assertAspect(
     _ message: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line
 ) {
     let heightForWidth = Double(bitmap.width) * Double(source.height) / Double(source.width)
-    XCTAssertLessThanOrEqual(abs(heightForWidth - Double(bitmap.height)), 1,
-                             "\(bitmap.width)×\(bitmap.height) does not keep \(source.width):\(source.height). \(message())",
-                             file: file, line: line)
+    XCTAssertLessThanOrEqual(
+        abs(heightForWidth - Double(bitmap.height)), 1,
+        "\(bitmap.width)×\(bitmap.height) does not keep \(source.width):\(source.height). \(message())",
+        file: file, line: line)
 }
 
 /// Asserts the bitmap is 8-bit sRGB with 3 channels, or 4 when `alpha`.

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// What a disk cache may put on disk: writes in progress are bounded by the
@@ -11,7 +12,8 @@ final class DiskCacheBoundsTests: NetworkTestCase {
         guard let walker = FileManager.default.enumerator(atPath: directory.path) else { return 0 }
         var total = 0
         for case let name as String in walker {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
+            let attributes = try? FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(name).path)
             if attributes?[.type] as? FileAttributeType == .typeRegular { total += (attributes?[.size] as? Int) ?? 0 }
         }
         return total
@@ -25,9 +27,11 @@ final class DiskCacheBoundsTests: NetworkTestCase {
             var body = try NetworkFixtures.jpeg(width: 64, height: 48, seed: 60 + index)
             body.append(Data(repeating: 0, count: 700_000 - body.count))
             bodies.append(body)
-            server.route("/big-\(index).jpg", TestHTTPServer.Response(
-                status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
-                body: .data(body), declaredLength: .some(nil), chunkSize: 50_000, chunkDelay: 0.03))
+            server.route(
+                "/big-\(index).jpg",
+                TestHTTPServer.Response(
+                    status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
+                    body: .data(body), declaredLength: .some(nil), chunkSize: 50_000, chunkDelay: 0.03))
         }
         let cache = try makeCache(sizeLimit: limit)
         let loader = makeLoader(cache: cache)
@@ -68,7 +72,9 @@ final class DiskCacheBoundsTests: NetworkTestCase {
         XCTAssertNotNil(child.waitForReport { $0 == "MIDWRITE 2" })
         child.kill()
         let temporary = directory.appendingPathComponent("tmp")
-        XCTAssertEqual(NetworkFixtures.files(in: temporary).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }.count, 1)
+        XCTAssertEqual(
+            NetworkFixtures.files(in: temporary).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }
+                .count, 1)
         // The default configuration (abandoned files live an hour): the writer's
         // process is gone, so its folder goes at once.
         let cache = try DiskCache(directory: directory)

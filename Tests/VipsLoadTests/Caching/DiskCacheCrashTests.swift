@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// A writer process killed with SIGKILL never leaves an entry that serves
@@ -25,12 +26,16 @@ final class DiskCacheCrashTests: XCTestCase {
         XCTAssertEqual(child.reports.filter { $0.hasPrefix("COMMITTED") }, ["COMMITTED 0", "COMMITTED 1"])
 
         // The half-written file is there (so the kill did land mid-write), but invisible.
-        let temporary = NetworkFixtures.files(in: directory.appendingPathComponent("tmp")).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }
+        let temporary = NetworkFixtures.files(in: directory.appendingPathComponent("tmp")).filter {
+            $0.split(separator: "/").last?.hasPrefix("w-") == true
+        }
         XCTAssertEqual(temporary.count, 1)
         let cache = try DiskCache(directory: directory)
         for version in 0..<2 {
             let hit = try XCTUnwrap(cache.lookup("key-\(version)"))
-            XCTAssertEqual(NetworkFixtures.contents(of: hit.data), NetworkFixtures.versionedBody(version: version, size: 2 * 1024 * 1024))
+            XCTAssertEqual(
+                NetworkFixtures.contents(of: hit.data),
+                NetworkFixtures.versionedBody(version: version, size: 2 * 1024 * 1024))
         }
         XCTAssertNil(cache.lookup("key-2"))
         XCTAssertEqual(cache.metrics.corruptEntriesRemoved, 0)
@@ -58,8 +63,9 @@ final class DiskCacheCrashTests: XCTestCase {
                 let data = try XCTUnwrap(NetworkFixtures.contents(of: hit.data))
                 let version = try XCTUnwrap(NetworkFixtures.version(of: data), "round \(round) key \(key)")
                 XCTAssertEqual(version % 5, key)
-                XCTAssertEqual(data, NetworkFixtures.versionedBody(version: version, size: 50_000 + (version * 7919) % 400_000),
-                               "round \(round) key \(key): the bytes of one complete version")
+                XCTAssertEqual(
+                    data, NetworkFixtures.versionedBody(version: version, size: 50_000 + (version * 7919) % 400_000),
+                    "round \(round) key \(key): the bytes of one complete version")
             }
             XCTAssertEqual(cache.metrics.corruptEntriesRemoved, 0, "round \(round)")
         }

@@ -1,8 +1,9 @@
 import Foundation
 import TestSupport
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// A disk cache on a full disk, on a read-only file system, and with its
 /// folder deleted while running: the pipeline keeps delivering images (from
@@ -29,8 +30,10 @@ final class DiskCacheFaultTests: NetworkTestCase {
     }
 
     private func makePipeline(cache: DiskCache) -> ImagePipeline {
-        ImagePipeline(configuration: .init(decodeConcurrency: 2, memoryCache: nil, diskCache: cache,
-                                           http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        ImagePipeline(
+            configuration: .init(
+                decodeConcurrency: 2, memoryCache: nil, diskCache: cache,
+                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
     }
 
     /// Serves `data` at `path` as a cacheable JPEG and returns the request for a 64 px thumbnail.
@@ -40,8 +43,10 @@ final class DiskCacheFaultTests: NetworkTestCase {
     }
 
     /// Loads every request, checking each thumbnail's size.
-    private func loadAll(_ requests: [ImageRequest], with pipeline: ImagePipeline,
-                         file: StaticString = #filePath, line: UInt = #line) async throws {
+    private func loadAll(
+        _ requests: [ImageRequest], with pipeline: ImagePipeline,
+        file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
         for request in requests {
             let bitmap = try await pipeline.image(for: request)
             XCTAssertEqual(max(bitmap.width, bitmap.height), 64, "\(request)", file: file, line: line)
@@ -53,8 +58,10 @@ final class DiskCacheFaultTests: NetworkTestCase {
     /// and each entry a new cache finds holding exactly the bytes served —
     /// and returns the keys stored.
     @discardableResult
-    private func assertCacheConsistent(_ bodies: [String: Data], file: StaticString = #filePath,
-                                       line: UInt = #line) async throws -> Set<String> {
+    private func assertCacheConsistent(
+        _ bodies: [String: Data], file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws -> Set<String> {
         let temporary = cacheDirectory.appendingPathComponent("tmp")
         await waitUntil("the cache's temporary files are gone", file: file, line: line) {
             NetworkFixtures.files(in: temporary).isEmpty
@@ -63,13 +70,16 @@ final class DiskCacheFaultTests: NetworkTestCase {
         let stem = { (name: String) in String(name.prefix { $0 != "." }) }
         let metadataStems = names.filter { $0.hasSuffix(".meta") }.map(stem)
         let bodyStems = names.filter { $0.hasSuffix(".body") }.map(stem)
-        XCTAssertEqual(metadataStems.count + bodyStems.count, names.count, "only entry files: \(names)", file: file, line: line)
-        XCTAssertEqual(metadataStems.sorted(), bodyStems.sorted(), "one body per metadata file: \(names)", file: file, line: line)
+        XCTAssertEqual(
+            metadataStems.count + bodyStems.count, names.count, "only entry files: \(names)", file: file, line: line)
+        XCTAssertEqual(
+            metadataStems.sorted(), bodyStems.sorted(), "one body per metadata file: \(names)", file: file, line: line)
 
         let cache = try DiskCache(directory: cacheDirectory, sizeLimit: 64 << 20)
         var stored: Set<String> = []
         for (key, expected) in bodies where cache.entry(for: key) != nil {
-            let hit = try XCTUnwrap(cache.lookup(key), "\(key) has metadata but does not verify", file: file, line: line)
+            let hit = try XCTUnwrap(
+                cache.lookup(key), "\(key) has metadata but does not verify", file: file, line: line)
             XCTAssertEqual(NetworkFixtures.contents(of: hit.data), expected, "\(key)", file: file, line: line)
             stored.insert(key)
         }
@@ -90,19 +100,22 @@ final class DiskCacheFaultTests: NetworkTestCase {
         var bodies = [serve("/big.jpg", big).source.key: big]
         var requests = [serve("/big.jpg", big)]
         for index in 0..<6 {
-            let medium = try ImageSynthesizer.data(width: 1200, height: 900, seed: 41 + index, format: .jpeg(quality: 90))
+            let medium = try ImageSynthesizer.data(
+                width: 1200, height: 900, seed: 41 + index, format: .jpeg(quality: 90))
             let request = serve("/medium-\(index).jpg", medium)
             requests.append(request)
             bodies[request.source.key] = medium
         }
-        XCTAssertGreaterThan(bodies.values.reduce(0) { $0 + $1.count } - big.count, fileSystemSize,
-                             "the medium bodies overfill the disk")
+        XCTAssertGreaterThan(
+            bodies.values.reduce(0) { $0 + $1.count } - big.count, fileSystemSize,
+            "the medium bodies overfill the disk")
 
         try await loadAll(requests, with: pipeline)
         XCTAssertEqual(pipeline.metrics.failed, 0)
         XCTAssertEqual(pipeline.metrics.downloads, requests.count)
         XCTAssertEqual(server.totalRequestCount, requests.count, "a refused cache write never costs a second download")
-        XCTAssertGreaterThanOrEqual(cache.metrics.writeFailures, 2, "the big body and at least one medium body hit ENOSPC")
+        XCTAssertGreaterThanOrEqual(
+            cache.metrics.writeFailures, 2, "the big body and at least one medium body hit ENOSPC")
         XCTAssertGreaterThanOrEqual(cache.metrics.writes, 1, "what fitted was stored")
 
         let stored = try await assertCacheConsistent(bodies)
@@ -141,17 +154,21 @@ final class DiskCacheFaultTests: NetworkTestCase {
             return .ok(revalidated, headers: [("ETag", etag), ("Cache-Control", "max-age=0")])
         }
         let revalidatedRequest = ImageRequest(url: server.url("/revalidated.jpg"), size: .maxPixelSize(64))
-        let bodies = [storedRequest.source.key: stored, revalidatedRequest.source.key: revalidated,
-                      freshRequest.source.key: fresh]
+        let bodies = [
+            storedRequest.source.key: stored, revalidatedRequest.source.key: revalidated,
+            freshRequest.source.key: fresh
+        ]
 
-        try await loadAll([storedRequest, revalidatedRequest], with: makePipeline(cache: try DiskCache(directory: cacheDirectory)))
+        try await loadAll(
+            [storedRequest, revalidatedRequest], with: makePipeline(cache: try DiskCache(directory: cacheDirectory)))
         // A decode thread may release its reader's link a moment after the caller resumes.
         await waitUntil("the readers' links are released") {
             NetworkFixtures.files(in: self.cacheDirectory.appendingPathComponent("tmp")).isEmpty
         }
         try fileSystem.setReadOnly(true)
-        XCTAssertThrowsError(try Data("x".utf8).write(to: cacheDirectory.appendingPathComponent("probe")),
-                             "the cache folder is really read-only, even for root")
+        XCTAssertThrowsError(
+            try Data("x".utf8).write(to: cacheDirectory.appendingPathComponent("probe")),
+            "the cache folder is really read-only, even for root")
 
         let cache = try DiskCache(directory: cacheDirectory)
         let pipeline = makePipeline(cache: cache)
@@ -161,7 +178,8 @@ final class DiskCacheFaultTests: NetworkTestCase {
         XCTAssertEqual(metrics.diskHits, 1, "the fresh entry is read from the read-only disk")
         XCTAssertEqual(metrics.revalidations, 1, "the stale entry is revalidated and served")
         XCTAssertEqual(metrics.downloads, 1, "only the new image is downloaded")
-        XCTAssertGreaterThanOrEqual(cache.metrics.writeFailures, 2, "the new body and the refreshed metadata were refused")
+        XCTAssertGreaterThanOrEqual(
+            cache.metrics.writeFailures, 2, "the new body and the refreshed metadata were refused")
         XCTAssertEqual(server.requestCount("/stored.jpg"), 1)
         XCTAssertEqual(server.requestCount("/fresh.jpg"), 1)
         await waitUntil("the uncached download is deleted") { self.leftoverFiles().isEmpty }
@@ -185,9 +203,11 @@ final class DiskCacheFaultTests: NetworkTestCase {
         let firstRequest = serve("/first.jpg", first)
         let secondRequest = serve("/second.jpg", second)
         // Eight chunks a fifth of a second apart: the folder goes while the body streams.
-        server.route("/slow.jpg", TestHTTPServer.Response(
-            status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
-            body: .data(slow), chunkSize: slow.count / 8 + 1, chunkDelay: 0.2))
+        server.route(
+            "/slow.jpg",
+            TestHTTPServer.Response(
+                status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
+                body: .data(slow), chunkSize: slow.count / 8 + 1, chunkDelay: 0.2))
         let slowRequest = ImageRequest(url: server.url("/slow.jpg"), size: .maxPixelSize(64))
         let bodies = [firstRequest.source.key: first, secondRequest.source.key: second, slowRequest.source.key: slow]
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// The disk cache on its own: atomic entries, verification on read, safe file
@@ -19,13 +20,16 @@ final class DiskCacheTests: XCTestCase {
     private var temporaryDirectory: URL { directory.appendingPathComponent("tmp") }
 
     private func bodyFiles() -> [URL] {
-        NetworkFixtures.files(in: entriesDirectory).filter { $0.hasSuffix(".body") }.map { entriesDirectory.appendingPathComponent($0) }
+        NetworkFixtures.files(in: entriesDirectory).filter { $0.hasSuffix(".body") }.map {
+            entriesDirectory.appendingPathComponent($0)
+        }
     }
 
     func testStoredEntrySurvivesANewInstanceAndDecodes() throws {
         let jpeg = try NetworkFixtures.jpeg(seed: 3)
-        let http = HTTPCacheMetadata(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT",
-                                     expiresAt: Date().addingTimeInterval(60), contentType: "image/jpeg")
+        let http = HTTPCacheMetadata(
+            etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT",
+            expiresAt: Date().addingTimeInterval(60), contentType: "image/jpeg")
         let first = try DiskCache(directory: directory)
         let stored = try first.store(jpeg, for: "https://example.test/a.jpg", http: http)
         XCTAssertEqual(stored.byteCount, jpeg.count)
@@ -44,8 +48,10 @@ final class DiskCacheTests: XCTestCase {
 
     func testFileNamesAreHashesWhateverTheKey() throws {
         let cache = try DiskCache(directory: directory)
-        let keys = ["../../etc/passwd", "/absolute/path", "https://h.test/" + String(repeating: "x", count: 5000),
-                    "https://h.test/ünïcödé ü?q=1&r=../..", "", "a\0b"]
+        let keys = [
+            "../../etc/passwd", "/absolute/path", "https://h.test/" + String(repeating: "x", count: 5000),
+            "https://h.test/ünïcödé ü?q=1&r=../..", "", "a\0b"
+        ]
         for (index, key) in keys.enumerated() {
             try cache.store(NetworkFixtures.versionedBody(version: index, size: 1000), for: key)
         }
@@ -56,7 +62,8 @@ final class DiskCacheTests: XCTestCase {
         let names = NetworkFixtures.files(in: entriesDirectory)
         XCTAssertEqual(names.count, keys.count * 2)
         for name in names {
-            XCTAssertNotNil(name.range(of: #"^[0-9a-f]{32}(\.[0-9a-f]{16}\.body|\.meta)$"#, options: .regularExpression), name)
+            XCTAssertNotNil(
+                name.range(of: #"^[0-9a-f]{32}(\.[0-9a-f]{16}\.body|\.meta)$"#, options: .regularExpression), name)
         }
         // Nothing was written outside the cache folder's own two subfolders.
         XCTAssertEqual(NetworkFixtures.files(in: directory), ["entries", "tmp"])
@@ -178,8 +185,9 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertEqual(bodyFiles().count, 1, "the replaced body is deleted from the entries")
         cache.removeAll()
         XCTAssertNil(cache.lookup("k"))
-        XCTAssertNoThrow(try ImageDecoder().decode(reading.data.input, size: .maxPixelSize(32)),
-                         "a removed entry still decodes for the reader that holds it")
+        XCTAssertNoThrow(
+            try ImageDecoder().decode(reading.data.input, size: .maxPixelSize(32)),
+            "a removed entry still decodes for the reader that holds it")
     }
 
     func testReaderLinksAreRemovedWhenReleased() throws {
@@ -202,14 +210,17 @@ final class DiskCacheTests: XCTestCase {
                 let key = "shared-\(round % 4)"
                 let version = worker * 1000 + round
                 do {
-                    try cache.store(NetworkFixtures.versionedBody(version: version, size: sizes[version % sizes.count]), for: key)
+                    try cache.store(
+                        NetworkFixtures.versionedBody(version: version, size: sizes[version % sizes.count]), for: key)
                 } catch {
                     failures.add("store: \(error)")
                 }
                 // Whatever is served must be exactly one complete version.
                 if let hit = caches[(worker + 1) % caches.count].lookup(key) {
-                    guard let data = NetworkFixtures.contents(of: hit.data), let found = NetworkFixtures.version(of: data),
-                          data == NetworkFixtures.versionedBody(version: found, size: sizes[found % sizes.count]) else {
+                    guard let data = NetworkFixtures.contents(of: hit.data),
+                        let found = NetworkFixtures.version(of: data),
+                        data == NetworkFixtures.versionedBody(version: found, size: sizes[found % sizes.count])
+                    else {
                         failures.add("served bytes of no complete version for \(key)")
                         continue
                     }
@@ -229,7 +240,9 @@ final class DiskCacheTests: XCTestCase {
         // 100 entries: five times the limit. Three entries are read after every write.
         for index in 0..<100 {
             try cache.store(NetworkFixtures.versionedBody(version: index, size: entrySize), for: "fill-\(index)")
-            for kept in 0..<min(3, index + 1) { XCTAssertNotNil(cache.lookup("fill-\(kept)"), "entry \(kept) after write \(index)") }
+            for kept in 0..<min(3, index + 1) {
+                XCTAssertNotNil(cache.lookup("fill-\(kept)"), "entry \(kept) after write \(index)")
+            }
         }
         cache.waitForBackgroundSweeps()
         XCTAssertLessThanOrEqual(cache.currentSize(), limit)
@@ -245,8 +258,9 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertGreaterThan(written.count, 5)
         // Every survivor is intact.
         for index in survivors {
-            XCTAssertEqual(cache.lookup("fill-\(index)").flatMap { NetworkFixtures.contents(of: $0.data) },
-                           NetworkFixtures.versionedBody(version: index, size: entrySize))
+            XCTAssertEqual(
+                cache.lookup("fill-\(index)").flatMap { NetworkFixtures.contents(of: $0.data) },
+                NetworkFixtures.versionedBody(version: index, size: entrySize))
         }
     }
 
@@ -254,11 +268,15 @@ final class DiskCacheTests: XCTestCase {
         let cache = try DiskCache(directory: directory)
         try cache.store(NetworkFixtures.versionedBody(version: 1, size: 5000), for: "kept")
         // What a killed writer leaves: a half-written temporary file, and a body renamed without its metadata.
-        try NetworkFixtures.versionedBody(version: 2, size: 3000).write(to: temporaryDirectory.appendingPathComponent("w-deadbeefdeadbeef"))
+        try NetworkFixtures.versionedBody(version: 2, size: 3000).write(
+            to: temporaryDirectory.appendingPathComponent("w-deadbeefdeadbeef"))
         try NetworkFixtures.versionedBody(version: 3, size: 3000)
-            .write(to: entriesDirectory.appendingPathComponent(String(repeating: "a", count: 32) + ".00000000000000aa.body"))
+            .write(
+                to: entriesDirectory.appendingPathComponent(
+                    String(repeating: "a", count: 32) + ".00000000000000aa.body"))
         cache.sweep()
-        XCTAssertEqual(NetworkFixtures.files(in: temporaryDirectory).count, 1, "young leftovers may be writes in progress")
+        XCTAssertEqual(
+            NetworkFixtures.files(in: temporaryDirectory).count, 1, "young leftovers may be writes in progress")
         let sweeper = try DiskCache(configuration: .init(directory: directory, abandonedFileLifetime: 0))
         sweeper.waitForBackgroundSweeps()
         XCTAssertEqual(NetworkFixtures.files(in: temporaryDirectory), [])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// The decoded-bitmap LRU: eviction order, limits, trimming, expiry, and its
@@ -17,11 +18,11 @@ final class MemoryCacheTests: XCTestCase {
     func testEvictsLeastRecentlyUsedByCount() throws {
         let cache = MemoryCache(costLimit: 1 << 20, countLimit: 3)
         for name in ["a", "b", "c"] { cache.store(try bitmap(width: 10), for: key(name)) }
-        XCTAssertNotNil(cache.bitmap(for: key("a")))            // a is now the most recent
-        cache.store(try bitmap(width: 10), for: key("d"))        // evicts b, the least recent
+        XCTAssertNotNil(cache.bitmap(for: key("a"))) // a is now the most recent
+        cache.store(try bitmap(width: 10), for: key("d")) // evicts b, the least recent
         XCTAssertNil(cache.bitmap(for: key("b")))
         XCTAssertEqual(cache.keysByRecency, [key("d"), key("a"), key("c")])
-        cache.store(try bitmap(width: 10), for: key("e"))        // evicts c
+        cache.store(try bitmap(width: 10), for: key("e")) // evicts c
         XCTAssertEqual(cache.keysByRecency, [key("e"), key("d"), key("a")])
         XCTAssertEqual(cache.count, 3)
         XCTAssertTrue(cache.isConsistent)
@@ -29,21 +30,21 @@ final class MemoryCacheTests: XCTestCase {
 
     func testEvictsLeastRecentlyUsedByCostUntilTheNewEntryFits() throws {
         let cache = MemoryCache(costLimit: 300, entryCostLimitFraction: 1)
-        cache.store(try bitmap(width: 40), for: key("a"))   // 120
-        cache.store(try bitmap(width: 20), for: key("b"))   // 60
-        cache.store(try bitmap(width: 30), for: key("c"))   // 90 → 270
+        cache.store(try bitmap(width: 40), for: key("a")) // 120
+        cache.store(try bitmap(width: 20), for: key("b")) // 60
+        cache.store(try bitmap(width: 30), for: key("c")) // 90 → 270
         XCTAssertEqual(cache.totalCost, 270)
-        _ = cache.bitmap(for: key("a"))                     // order: a c b
-        cache.store(try bitmap(width: 30), for: key("d"))   // 270 + 90 > 300: evict b (60), then it fits exactly
+        _ = cache.bitmap(for: key("a")) // order: a c b
+        cache.store(try bitmap(width: 30), for: key("d")) // 270 + 90 > 300: evict b (60), then it fits exactly
         XCTAssertEqual(cache.keysByRecency, [key("d"), key("a"), key("c")])
         XCTAssertEqual(cache.totalCost, 300)
         // Replacing an entry replaces its cost.
-        cache.store(try bitmap(width: 10), for: key("a"))   // 300 - 120 + 30
+        cache.store(try bitmap(width: 10), for: key("a")) // 300 - 120 + 30
         XCTAssertEqual(cache.totalCost, 210)
         XCTAssertEqual(cache.keysByRecency, [key("a"), key("d"), key("c")])
-        cache.store(try bitmap(width: 20), for: key("e"))   // 210 + 60 = 270: no eviction
+        cache.store(try bitmap(width: 20), for: key("e")) // 210 + 60 = 270: no eviction
         XCTAssertEqual(cache.keysByRecency, [key("e"), key("a"), key("d"), key("c")])
-        cache.store(try bitmap(width: 50), for: key("f"))   // 270 + 150: evict c (90), then d (90)
+        cache.store(try bitmap(width: 50), for: key("f")) // 270 + 150: evict c (90), then d (90)
         XCTAssertEqual(cache.keysByRecency, [key("f"), key("e"), key("a")])
         XCTAssertEqual(cache.totalCost, 240)
         XCTAssertTrue(cache.isConsistent)
@@ -51,8 +52,8 @@ final class MemoryCacheTests: XCTestCase {
 
     func testBitmapLargerThanTheEntryFractionIsNotCached() throws {
         let cache = MemoryCache(costLimit: 1_000, entryCostLimitFraction: 0.25)
-        XCTAssertTrue(cache.store(try bitmap(width: 80), for: key("fits")))      // 240 ≤ 250
-        XCTAssertFalse(cache.store(try bitmap(width: 90), for: key("big")))      // 270 > 250
+        XCTAssertTrue(cache.store(try bitmap(width: 80), for: key("fits"))) // 240 ≤ 250
+        XCTAssertFalse(cache.store(try bitmap(width: 90), for: key("big"))) // 270 > 250
         XCTAssertNil(cache.bitmap(for: key("big")))
         // A too-large replacement drops the stale entry rather than keeping it.
         XCTAssertFalse(cache.store(try bitmap(width: 90), for: key("fits")))
@@ -66,14 +67,14 @@ final class MemoryCacheTests: XCTestCase {
         for i in 0..<10 { cache.store(try bitmap(width: 100, value: UInt8(i)), for: key("\(i)")) } // 300 each
         XCTAssertEqual(cache.totalCost, 3_000)
         _ = cache.bitmap(for: key("0"))
-        cache.trim(toCost: 1_000)                        // keeps the 3 most recent: 0, 9, 8
+        cache.trim(toCost: 1_000) // keeps the 3 most recent: 0, 9, 8
         XCTAssertEqual(cache.keysByRecency, [key("0"), key("9"), key("8")])
         XCTAssertEqual(cache.bitmap(for: key("0"))?.pixel(x: 0, y: 0), [0, 0, 0])
         XCTAssertNil(cache.bitmap(for: key("1")))
         XCTAssertEqual(cache.hitCount, 2)
         XCTAssertEqual(cache.missCount, 1)
 
-        cache.countLimit = 2                             // lowering a limit evicts at once
+        cache.countLimit = 2 // lowering a limit evicts at once
         XCTAssertEqual(cache.count, 2)
         cache.costLimit = 300
         XCTAssertEqual(cache.keysByRecency, [key("0")])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Memory pressure: the cache limit from a detected memory limit,
@@ -19,7 +20,7 @@ final class MemoryPressureTests: XCTestCase {
             "/proc/meminfo": "MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n",
             "/sys/fs/cgroup/app/memory.max": "\(limit)\n",
             "/sys/fs/cgroup/app/memory.current": "\(usage)\n",
-            "/sys/fs/cgroup/app/memory.stat": "anon \(usage)\ninactive_file 0\n",
+            "/sys/fs/cgroup/app/memory.stat": "anon \(usage)\ninactive_file 0\n"
         ]
         for (path, contents) in files { try write(root + path, contents) }
         return root
@@ -114,7 +115,8 @@ final class MemoryPressureTests: XCTestCase {
     }
 
     func testTheDefaultSwitchFollowsThePressureFile() {
-        XCTAssertEqual(ImagePipeline.Configuration().monitorsMemoryPressure, SystemResources.current.memoryPressureFile != nil)
+        XCTAssertEqual(
+            ImagePipeline.Configuration().monitorsMemoryPressure, SystemResources.current.memoryPressureFile != nil)
         XCTAssertEqual(ImagePipeline.Configuration().decodeConcurrency, SystemResources.current.usableCPUs)
     }
 
@@ -133,7 +135,7 @@ final class MemoryPressureTests: XCTestCase {
         trigger.close()
         trigger.close()
         XCTAssertEqual(openDescriptorTargets().filter { $0 == file }.count, 0)
-        trigger.wake()  // after close: does nothing
+        trigger.wake() // after close: does nothing
     }
 
     /// Triggers on `file`, or a skip saying why the kernel refused them.
@@ -142,7 +144,9 @@ final class MemoryPressureTests: XCTestCase {
         switch result {
         case .success(let trigger): return trigger
         case .failure(let error) where error.kind == .permissionDenied:
-            throw XCTSkip("the kernel refuses unprivileged PSI triggers here (before Linux 6.5 they need CAP_SYS_RESOURCE): \(error.message)")
+            throw XCTSkip(
+                "the kernel refuses unprivileged PSI triggers here (before Linux 6.5 they need CAP_SYS_RESOURCE): \(error.message)"
+            )
         case .failure(let error): throw error
         }
     }
@@ -152,11 +156,13 @@ final class MemoryPressureTests: XCTestCase {
             throw XCTSkip("no memory pressure file (a kernel without PSI)")
         }
         let bad = MemoryPressureTrigger.Threshold(kind: "some", stall: .seconds(3), window: .seconds(2))
-        XCTAssertThrowsError(try MemoryPressureTrigger(file: file, warning: bad), "a stall longer than its window") { error in
+        XCTAssertThrowsError(try MemoryPressureTrigger(file: file, warning: bad), "a stall longer than its window") {
+            error in
             XCTAssertTrue([.unsupportedFeature, .permissionDenied].contains((error as? VipsError)?.kind), "\(error)")
         }
         XCTAssertEqual(openDescriptorTargets().filter { $0 == file }.count, 0, "nothing left open after a refusal")
-        XCTAssertThrowsError(try MemoryPressureTrigger(file: NSTemporaryDirectory() + "no-such-pressure-file")) { error in
+        XCTAssertThrowsError(try MemoryPressureTrigger(file: NSTemporaryDirectory() + "no-such-pressure-file")) {
+            error in
             XCTAssertEqual((error as? VipsError)?.kind, .fileNotFound)
         }
     }
@@ -187,7 +193,8 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertNil(pipeline)
         XCTAssertTrue(eventually { !threadExists(threadID) }, "the monitor thread ended with the pipeline")
         XCTAssertEqual(openDescriptorTargets().filter { $0 == file }.count, 0, "the triggers are closed")
-        XCTAssertEqual(openDescriptorTargets().filter { $0.contains("eventfd") }.count, baselineEventFDs, "the eventfd is closed")
+        XCTAssertEqual(
+            openDescriptorTargets().filter { $0.contains("eventfd") }.count, baselineEventFDs, "the eventfd is closed")
     }
 
     func testReleasingThePipelineEndsItsMonitor() throws {
@@ -231,11 +238,14 @@ final class MemoryPressureTests: XCTestCase {
         configuration.monitorsMemoryPressure = false
         let pipeline = ImagePipeline(configuration: configuration)
         let levels = LockedState<[ImagePipeline.MemoryPressureLevel]>([])
-        let monitor = try XCTUnwrap(MemoryPressureMonitor.start(resources: resources, usesPressureStall: false,
-                                                                samplingInterval: .milliseconds(10)) { [weak pipeline] level in
-            levels.withLock { $0.append(level) }
-            pipeline?.handleMemoryPressure(level)
-        })
+        let monitor = try XCTUnwrap(
+            MemoryPressureMonitor.start(
+                resources: resources, usesPressureStall: false,
+                samplingInterval: .milliseconds(10)
+            ) { [weak pipeline] level in
+                levels.withLock { $0.append(level) }
+                pipeline?.handleMemoryPressure(level)
+            })
         XCTAssertEqual(monitor.mode, .sampling(limit: limit, interval: .milliseconds(10)))
         XCTAssertEqual(monitor.pressureStallUnavailableReason, "pressure stall triggers not requested")
 
@@ -250,7 +260,8 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertTrue(eventually { cache.totalCost == 15_000 }, "the warning halved the cache (\(cache.totalCost))")
 
         try write(root + "/sys/fs/cgroup/app/memory.current", "\(99 << 20)\n")
-        XCTAssertTrue(eventually { levels.withLock { $0.contains(.critical) } }, "99 %: critical, at once (it is a rise)")
+        XCTAssertTrue(
+            eventually { levels.withLock { $0.contains(.critical) } }, "99 %: critical, at once (it is a rise)")
         XCTAssertTrue(eventually { cache.totalCost == 0 }, "critical emptied the cache")
         XCTAssertEqual(levels.withLock { $0 }.prefix(2), [.warning, .critical])
 
@@ -273,13 +284,17 @@ final class MemoryPressureTests: XCTestCase {
             let calls = LockedState(0)
         }
         let box = Box()
-        var monitor = MemoryPressureMonitor.start(resources: resources, usesPressureStall: false,
-                                                  samplingInterval: .milliseconds(5)) { _ in
+        var monitor = MemoryPressureMonitor.start(
+            resources: resources, usesPressureStall: false,
+            samplingInterval: .milliseconds(5)
+        ) { _ in
             box.calls.withLock { $0 += 1 }
             // The first report can come before `start` has returned the monitor to the test:
             // wait (on the monitor's own thread) until it is there.
             let deadline = Date().addingTimeInterval(30)
-            while box.monitor.withLock({ $0 }) == nil, box.calls.withLock({ $0 }) == 1, Date() < deadline { usleep(1_000) }
+            while box.monitor.withLock({ $0 }) == nil, box.calls.withLock({ $0 }) == 1, Date() < deadline {
+                usleep(1_000)
+            }
             // Stops (and releases) the monitor on its own thread, as a pipeline released by its handler would.
             let monitor = box.monitor.withLock { state -> MemoryPressureMonitor? in
                 defer { state = nil }
@@ -297,8 +312,9 @@ final class MemoryPressureTests: XCTestCase {
         monitor = nil
         XCTAssertTrue(eventually { box.calls.withLock { $0 } >= 1 }, "99 % of the limit: critical")
         XCTAssertTrue(eventually { !threadExists(threadID) }, "the thread ended after stop() from its own handler")
-        XCTAssertTrue(eventually { openDescriptorTargets().filter { $0.contains("eventfd") }.count == baselineEventFDs },
-                      "and closed its eventfd")
+        XCTAssertTrue(
+            eventually { openDescriptorTargets().filter { $0.contains("eventfd") }.count == baselineEventFDs },
+            "and closed its eventfd")
         XCTAssertEqual(box.calls.withLock { $0 }, 1, "one report, then nothing")
     }
 
@@ -308,7 +324,8 @@ final class MemoryPressureTests: XCTestCase {
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         let nothing = SystemResources.detect(root: root, affinity: [0])
         XCTAssertNil(nothing.memoryPressureFile)
-        XCTAssertNil(MemoryPressureMonitor.start(resources: nothing) { _ in XCTFail("nothing to report") },
-                     "no PSI file and no usage to sample: no thread")
+        XCTAssertNil(
+            MemoryPressureMonitor.start(resources: nothing) { _ in XCTFail("nothing to report") },
+            "no PSI file and no usage to sample: no thread")
     }
 }

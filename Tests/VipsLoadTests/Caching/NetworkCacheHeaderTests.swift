@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// The small parts under the HTTP cache and the loader, checked on their
@@ -28,11 +29,12 @@ final class NetworkCacheHeaderTests: XCTestCase {
         XCTAssertTrue(maxAge.isFresh(at: received.addingTimeInterval(59)))
         XCTAssertFalse(maxAge.isFresh(at: received.addingTimeInterval(61)))
 
-        let date = "Tue, 14 Nov 2023 22:13:20 GMT"     // = received
-        let expires = "Tue, 14 Nov 2023 23:13:20 GMT"  // one hour later
+        let date = "Tue, 14 Nov 2023 22:13:20 GMT" // = received
+        let expires = "Tue, 14 Nov 2023 23:13:20 GMT" // one hour later
         XCTAssertEqual(metadata(["Date": date, "Expires": expires])?.expiresAt, received.addingTimeInterval(3600))
-        XCTAssertEqual(metadata(["Date": date, "Expires": expires, "Cache-Control": "max-age=5"])?.expiresAt,
-                       received.addingTimeInterval(5), "max-age wins over Expires")
+        XCTAssertEqual(
+            metadata(["Date": date, "Expires": expires, "Cache-Control": "max-age=5"])?.expiresAt,
+            received.addingTimeInterval(5), "max-age wins over Expires")
         XCTAssertEqual(metadata(["Expires": "0"])?.expiresAt, received, "an invalid Expires is already expired")
         XCTAssertEqual(metadata(["Cache-Control": "max-age=soon"])?.expiresAt, received)
         XCTAssertNil(metadata(["ETag": "\"e\""])?.expiresAt, "no freshness information: stale at once")
@@ -40,10 +42,12 @@ final class NetworkCacheHeaderTests: XCTestCase {
 
     func testHeuristicFreshnessFromLastModified() {
         let date = "Tue, 14 Nov 2023 22:13:20 GMT"
-        XCTAssertEqual(metadata(["Date": date, "Last-Modified": "Tue, 14 Nov 2023 12:13:20 GMT"])?.expiresAt,
-                       received.addingTimeInterval(3600), "10% of ten hours")
-        XCTAssertEqual(metadata(["Date": date, "Last-Modified": "Sun, 01 Jan 2023 00:00:00 GMT"])?.expiresAt,
-                       received.addingTimeInterval(24 * 3600), "capped at a day")
+        XCTAssertEqual(
+            metadata(["Date": date, "Last-Modified": "Tue, 14 Nov 2023 12:13:20 GMT"])?.expiresAt,
+            received.addingTimeInterval(3600), "10% of ten hours")
+        XCTAssertEqual(
+            metadata(["Date": date, "Last-Modified": "Sun, 01 Jan 2023 00:00:00 GMT"])?.expiresAt,
+            received.addingTimeInterval(24 * 3600), "capped at a day")
     }
 
     func testNoStoreNoCacheAndPragma() {
@@ -51,15 +55,21 @@ final class NetworkCacheHeaderTests: XCTestCase {
         XCTAssertEqual(metadata(["Cache-Control": "no-cache, max-age=3600"])?.requiresRevalidation, true)
         XCTAssertEqual(metadata(["Cache-Control": "no-cache, max-age=3600"])?.isFresh(at: received), false)
         XCTAssertEqual(metadata(["Pragma": "no-cache"])?.requiresRevalidation, true)
-        XCTAssertEqual(metadata(["Pragma": "no-cache", "Cache-Control": "max-age=60"])?.requiresRevalidation, false,
-                       "Pragma counts only without Cache-Control")
+        XCTAssertEqual(
+            metadata(["Pragma": "no-cache", "Cache-Control": "max-age=60"])?.requiresRevalidation, false,
+            "Pragma counts only without Cache-Control")
     }
 
     func testNotModifiedUpdatesTheStoredMetadata() throws {
-        let stored = try XCTUnwrap(metadata(["Cache-Control": "max-age=0", "ETag": "\"v1\"",
-                                             "Last-Modified": "Tue, 14 Nov 2023 12:13:20 GMT"]))
-        let renewed = try XCTUnwrap(stored.updated(byNotModified: { ["cache-control": "max-age=600", "etag": "\"v2\""][$0.lowercased()] },
-                                                   receivedAt: received))
+        let stored = try XCTUnwrap(
+            metadata([
+                "Cache-Control": "max-age=0", "ETag": "\"v1\"",
+                "Last-Modified": "Tue, 14 Nov 2023 12:13:20 GMT"
+            ]))
+        let renewed = try XCTUnwrap(
+            stored.updated(
+                byNotModified: { ["cache-control": "max-age=600", "etag": "\"v2\""][$0.lowercased()] },
+                receivedAt: received))
         XCTAssertEqual(renewed.etag, "\"v2\"")
         XCTAssertEqual(renewed.lastModified, stored.lastModified)
         XCTAssertEqual(renewed.expiresAt, received.addingTimeInterval(600))
@@ -88,8 +98,9 @@ final class NetworkCacheHeaderTests: XCTestCase {
         XCTAssertEqual(policy.delay(beforeRetry: 1, retryAfter: 3), 3)
         XCTAssertNil(policy.delay(beforeRetry: 1, retryAfter: 30), "longer than the longest delay: give up")
         XCTAssertNil(HTTPRetryPolicy.none.delay(beforeRetry: 1, retryAfter: nil))
-        XCTAssertEqual([408, 429, 500, 501, 502, 503, 504, 505, 404].map(HTTPRetryPolicy.isTransient),
-                       [false, true, true, false, true, true, true, false, false])
+        XCTAssertEqual(
+            [408, 429, 500, 501, 502, 503, 504, 505, 404].map(HTTPRetryPolicy.isTransient),
+            [false, true, true, false, true, true, true, false, false])
     }
 
     func testKeyHashIsFNV1a128() {

@@ -1,19 +1,25 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsLoad
+import XCTest
 
 /// HTTP caching through the disk cache: fresh entries without a request,
 /// stale ones revalidated, `no-store`/`no-cache`/`Expires` honoured, a fresh
 /// loader on the same folder after a "restart", corrupt entries reloaded.
 final class NetworkCacheTests: NetworkTestCase {
     /// A resource with an ETag that answers a matching `If-None-Match` with 304.
-    private func routeRevalidating(_ path: String, _ data: Data, etag: String, cacheControl: String,
-                                   notModifiedCacheControl: String? = nil) {
+    private func routeRevalidating(
+        _ path: String, _ data: Data, etag: String, cacheControl: String,
+        notModifiedCacheControl: String? = nil
+    ) {
         server.route(path) { request in
             if request.header("If-None-Match") == etag {
-                return TestHTTPServer.Response(status: 304, headers: [("ETag", etag),
-                                                                      ("Cache-Control", notModifiedCacheControl ?? cacheControl)])
+                return TestHTTPServer.Response(
+                    status: 304,
+                    headers: [
+                        ("ETag", etag),
+                        ("Cache-Control", notModifiedCacheControl ?? cacheControl)
+                    ])
             }
             return .ok(data, headers: [("ETag", etag), ("Cache-Control", cacheControl)])
         }
@@ -75,15 +81,17 @@ final class NetworkCacheTests: NetworkTestCase {
         }
         let loader = makeLoader(cache: try makeCache())
         for _ in 0..<3 { _ = try await load(loader, "/dated.jpg") }
-        XCTAssertEqual(server.requests("/dated.jpg").map { $0.header("If-Modified-Since") }, [nil, lastModified, lastModified],
-                       "no-cache: stored, but revalidated before every use")
+        XCTAssertEqual(
+            server.requests("/dated.jpg").map { $0.header("If-Modified-Since") }, [nil, lastModified, lastModified],
+            "no-cache: stored, but revalidated before every use")
         XCTAssertEqual(loader.metrics.revalidations, 2)
         XCTAssertEqual(loader.metrics.downloads, 1)
     }
 
     func testANotModifiedAnswerRenewsFreshness() async throws {
         let jpeg = try NetworkFixtures.jpeg(seed: 14)
-        routeRevalidating("/renewed.jpg", jpeg, etag: "\"r\"", cacheControl: "max-age=0", notModifiedCacheControl: "max-age=3600")
+        routeRevalidating(
+            "/renewed.jpg", jpeg, etag: "\"r\"", cacheControl: "max-age=0", notModifiedCacheControl: "max-age=3600")
         let cache = try makeCache()
         let loader = makeLoader(cache: cache)
         _ = try await load(loader, "/renewed.jpg")
@@ -115,7 +123,8 @@ final class NetworkCacheTests: NetworkTestCase {
 
     func testNoStoreIsNeverCached() async throws {
         let jpeg = try NetworkFixtures.jpeg(seed: 17)
-        server.route("/private.jpg", .ok(jpeg, headers: [("Cache-Control", "no-store, max-age=3600"), ("ETag", "\"p\"")]))
+        server.route(
+            "/private.jpg", .ok(jpeg, headers: [("Cache-Control", "no-store, max-age=3600"), ("ETag", "\"p\"")]))
         let cache = try makeCache()
         let loader = makeLoader(cache: cache)
         var data: ImageData? = try await load(loader, "/private.jpg")
@@ -137,10 +146,22 @@ final class NetworkCacheTests: NetworkTestCase {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         let now = Date()
-        server.route("/future.jpg", .ok(jpeg, headers: [("Date", formatter.string(from: now)),
-                                                        ("Expires", formatter.string(from: now.addingTimeInterval(3600)))]))
-        server.route("/past.jpg", .ok(jpeg, headers: [("Date", formatter.string(from: now)),
-                                                      ("Expires", formatter.string(from: now.addingTimeInterval(-60)))]))
+        server.route(
+            "/future.jpg",
+            .ok(
+                jpeg,
+                headers: [
+                    ("Date", formatter.string(from: now)),
+                    ("Expires", formatter.string(from: now.addingTimeInterval(3600)))
+                ]))
+        server.route(
+            "/past.jpg",
+            .ok(
+                jpeg,
+                headers: [
+                    ("Date", formatter.string(from: now)),
+                    ("Expires", formatter.string(from: now.addingTimeInterval(-60)))
+                ]))
         server.route("/invalid.jpg", .ok(jpeg, headers: [("Expires", "0")]))
         let loader = makeLoader(cache: try makeCache())
         for path in ["/future.jpg", "/past.jpg", "/invalid.jpg"] {
@@ -196,7 +217,8 @@ final class NetworkCacheTests: NetworkTestCase {
         loader = makeLoader(cache: cache)
         data = try await load(loader, "/fragile.jpg")
         XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg)
-        XCTAssertNoThrow(try ImageDecoder(options: DecodeOptions(strict: true)).decode(data.input, size: .maxPixelSize(50)))
+        XCTAssertNoThrow(
+            try ImageDecoder(options: DecodeOptions(strict: true)).decode(data.input, size: .maxPixelSize(50)))
         XCTAssertEqual(cache.metrics.corruptEntriesRemoved, 1)
         XCTAssertEqual(server.requestCount("/fragile.jpg"), 3)
         XCTAssertEqual(NetworkFixtures.files(in: entries).filter { $0.hasSuffix(".body") }.count, 1)

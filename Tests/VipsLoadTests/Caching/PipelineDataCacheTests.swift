@@ -1,15 +1,18 @@
 import Foundation
 import TestSupport
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// The data cache as a pipeline dependency, file identity, and what errors name.
 final class PipelineDataCacheTests: NetworkTestCase {
     private func makePipeline(cache: (any ImageDataCaching)?, loader: (any ImageDataLoading)? = nil) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
-        return ImagePipeline(configuration: .init(decodeConcurrency: 2, dataLoader: loader, memoryCache: nil,
-                                                  dataCache: cache, http: http))
+        return ImagePipeline(
+            configuration: .init(
+                decodeConcurrency: 2, dataLoader: loader, memoryCache: nil,
+                dataCache: cache, http: http))
     }
 
     func testADiskHitIsServedAtOnceWhileEveryDownloadSlotIsStalled() async throws {
@@ -33,7 +36,8 @@ final class PipelineDataCacheTests: NetworkTestCase {
         // The six lookups that missed have left the I/O lane; the downloads hold the network lane.
         await waitUntil("the six downloads are the only loads running") { pipeline.inFlight.runningLoads == 6 }
         // Served from disk on the I/O lane while all six downloads still hang.
-        let bitmap = try await pipeline.image(for: ImageRequest(url: server.url("/cached.jpg"), size: .maxPixelSize(50)))
+        let bitmap = try await pipeline.image(
+            for: ImageRequest(url: server.url("/cached.jpg"), size: .maxPixelSize(50)))
         XCTAssertEqual([bitmap.width, bitmap.height], [50, 25])
         XCTAssertEqual(server.requestCount("/cached.jpg"), 1, "only the first pipeline downloaded it")
         XCTAssertEqual(pipeline.metrics.diskHits, 1)
@@ -175,7 +179,8 @@ final class PipelineDataCacheTests: NetworkTestCase {
             }
         }
         _ = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(10)))
-        _ = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(20), options: .disableMemoryCacheReads))
+        _ = try await pipeline.image(
+            for: ImageRequest(path: path, size: .maxPixelSize(20), options: .disableMemoryCacheReads))
         let names = gate.withLock { $0 }
         XCTAssertFalse(names.isEmpty)
         // "vipsload-decode-N", cut by the kernel to 15 bytes.
@@ -188,7 +193,9 @@ final class PipelineDataCacheTests: NetworkTestCase {
         for path in ["/flaky.jpg", "/strict.jpg"] {
             let directive = path == "/flaky.jpg" ? "max-age=0, stale-if-error=600" : "max-age=0"
             server.route(path) { _ in
-                let call = calls.withLock { $0 += 1; return $0 }
+                let call = calls.withLock {
+                    $0 += 1; return $0
+                }
                 // The first answer of each is the image; later ones fail.
                 return call <= 2 ? .ok(jpeg, headers: [("Cache-Control", directive), ("ETag", "\"v1\"")]) : .status(503)
             }
@@ -210,8 +217,10 @@ final class PipelineDataCacheTests: NetworkTestCase {
         XCTAssertEqual(error?.httpStatus, 503)
 
         // Without the opt-in the directive is ignored.
-        let strictPipeline = ImagePipeline(configuration: .init(memoryCache: nil, dataCache: try makeCache(),
-                                                                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        let strictPipeline = ImagePipeline(
+            configuration: .init(
+                memoryCache: nil, dataCache: try makeCache(),
+                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
         await assertThrows(kind: .httpStatus) {
             try await strictPipeline.image(for: ImageRequest(url: self.server.url("/flaky.jpg")))
         }

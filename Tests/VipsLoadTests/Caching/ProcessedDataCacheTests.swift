@@ -1,14 +1,16 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// `DataCachePolicy`: processed images kept in the data cache, for files and URLs.
 final class ProcessedDataCacheTests: NetworkTestCase {
     private func makePipeline(policy: DataCachePolicy = .automatic) throws -> ImagePipeline {
-        var configuration = ImagePipeline.Configuration(decodeConcurrency: 2, memoryCache: nil,
-                                                        dataCache: try makeCache(),
-                                                        http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
+        var configuration = ImagePipeline.Configuration(
+            decodeConcurrency: 2, memoryCache: nil,
+            dataCache: try makeCache(),
+            http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
         configuration.dataCachePolicy = policy
         return ImagePipeline(configuration: configuration)
     }
@@ -44,8 +46,10 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         XCTAssertEqual(second.metrics.decodesStarted, 0)
         XCTAssertEqual(second.metrics.diskHits, 3)
         // The very pixels (stored lossless).
-        let original = try await first.image(for: ImageRequest(path: paths[0], size: .maxPixelSize(64),
-                                                               options: .disableDataCacheReads))
+        let original = try await first.image(
+            for: ImageRequest(
+                path: paths[0], size: .maxPixelSize(64),
+                options: .disableDataCacheReads))
         let stored = try await second.image(for: ImageRequest(path: paths[0], size: .maxPixelSize(64)))
         XCTAssertEqual(original.pixelData, stored.pixelData)
 
@@ -87,8 +91,9 @@ final class ProcessedDataCacheTests: NetworkTestCase {
     func testOverHTTPTheRerunNeitherDownloadsNorDecodes() async throws {
         let jpeg = try NetworkFixtures.jpeg(width: 400, height: 200, seed: 5)
         server.route("/gallery.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
-        let request = ImageRequest(url: server.url("/gallery.jpg"), size: .maxPixelSize(50),
-                                   processors: [ImageProcessors.GaussianBlur(sigma: 1)])
+        let request = ImageRequest(
+            url: server.url("/gallery.jpg"), size: .maxPixelSize(50),
+            processors: [ImageProcessors.GaussianBlur(sigma: 1)])
         let first = try makePipeline()
         _ = try await first.image(for: request)
         XCTAssertEqual(first.metrics.decodesStarted, 1)

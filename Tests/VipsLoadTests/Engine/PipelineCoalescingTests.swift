@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Identical requests share one decode; sizes of one source share one load;
@@ -72,7 +73,8 @@ final class PipelineCoalescingTests: XCTestCase {
         XCTAssertEqual(metrics.dataLoadsStarted, 1)
         XCTAssertEqual(metrics.dataLoadsShared, 3)
         XCTAssertEqual(metrics.decodesStarted, 4)
-        XCTAssertEqual(metrics.bytesLoaded, try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int))
+        XCTAssertEqual(
+            metrics.bytesLoaded, try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int))
         XCTAssertTrue(pipeline.inFlight.tablesAreEmpty)
         await waitUntil("the decode threads return") { pipeline.inFlight.isIdle }
     }
@@ -123,7 +125,8 @@ final class PipelineCoalescingTests: XCTestCase {
         XCTAssertEqual(pipeline.metrics.decodesStarted, 1)
         XCTAssertEqual(pipeline.metrics.memoryResizes, 1)
         // Upscaled requests never use it.
-        let up = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(160), options: .allowUpscale))
+        let up = try await pipeline.image(
+            for: ImageRequest(path: path, size: .maxPixelSize(160), options: .allowUpscale))
         XCTAssertEqual([up.width, up.height], [160, 120])
         XCTAssertEqual(pipeline.metrics.decodesStarted, 2)
     }
@@ -153,7 +156,9 @@ final class PipelineCoalescingTests: XCTestCase {
         let errors = try await withThrowingTaskGroup(of: VipsError?.self) { group in
             for _ in 0..<20 {
                 group.addTask {
-                    do { _ = try await pipeline.image(for: request); return nil } catch let error as VipsError { return error }
+                    do { _ = try await pipeline.image(for: request); return nil } catch let error as VipsError {
+                        return error
+                    }
                 }
             }
             return try await group.reduce(into: [VipsError?]()) { $0.append($1) }
@@ -200,8 +205,10 @@ final class PipelineCoalescingTests: XCTestCase {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 64, height: 64)
         let pipeline = ImagePipeline.testing()
-        for request in [ImageRequest(path: path, size: .maxPixelSize(0)), ImageRequest(path: path, scale: 0),
-                        ImageRequest(path: path, size: .fit(width: 10, height: -1))] {
+        for request in [
+            ImageRequest(path: path, size: .maxPixelSize(0)), ImageRequest(path: path, scale: 0),
+            ImageRequest(path: path, size: .fit(width: 10, height: -1))
+        ] {
             await assertThrows(kind: .invalidArgument, "\(request)") {
                 try await pipeline.image(for: request)
             }

@@ -1,15 +1,17 @@
 import Dispatch
 import Foundation
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// `Configuration.decodeTimeLimit`: a decode past the limit fails its
 /// requests with `.timedOut`, is stopped, and gives its thread back.
 final class PipelineDecodeTimeLimitTests: XCTestCase {
     private func pipeline(limit: Duration?) -> ImagePipeline {
-        var configuration = ImagePipeline.Configuration(decodeConcurrency: 1, dataLoader: DataLoader(),
-                                                        memoryCache: MemoryCache(costLimit: 64 << 20))
+        var configuration = ImagePipeline.Configuration(
+            decodeConcurrency: 1, dataLoader: DataLoader(),
+            memoryCache: MemoryCache(costLimit: 64 << 20))
         configuration.decodeTimeLimit = limit
         return ImagePipeline(configuration: configuration)
     }
@@ -27,7 +29,8 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         let bitmap = try await unlimited.image(for: ImageRequest(path: small, size: .maxPixelSize(80)))
         XCTAssertEqual(bitmap.width, 80)
         await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.isIdle }
-        XCTAssertNil(pipeline.cachedImage(for: ImageRequest(path: large, size: .maxPixelSize(256))), "nothing is cached")
+        XCTAssertNil(
+            pipeline.cachedImage(for: ImageRequest(path: large, size: .maxPixelSize(256))), "nothing is cached")
     }
 
     func testRequestsAreToldAtTheLimitEvenWhileTheDecodeCannotBeInterrupted() async throws {
@@ -37,7 +40,11 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         // A decode stuck where it cannot be interrupted (as a codec call that never returns would be).
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        pipeline.engine.decodeObserver.withLock { $0 = { _ in started.signal(); release.wait() } }
+        pipeline.engine.decodeObserver.withLock {
+            $0 = { _ in
+                started.signal(); release.wait()
+            }
+        }
         let request = ImageRequest(path: path, size: .maxPixelSize(80))
         let first = pipeline.imageTask(with: request)
         let second = pipeline.imageTask(with: request)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// A pipeline that is no longer used goes away with its threads.
@@ -20,7 +21,9 @@ final class PipelineLifecycleTests: XCTestCase {
             }
             released = pipelines[0].engine
             pools = pipelines.map(\.engine.decodePool)
-            await waitUntil("each pipeline's decode threads run") { pools.allSatisfy { $0.liveThreads.load(ordering: .relaxed) > 0 } }
+            await waitUntil("each pipeline's decode threads run") {
+                pools.allSatisfy { $0.liveThreads.load(ordering: .relaxed) > 0 }
+            }
             // ARC may end a value's life after its last use: keep them to here.
             withExtendedLifetime(pipelines) {}
         }

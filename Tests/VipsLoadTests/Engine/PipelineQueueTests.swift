@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Decode concurrency, priorities and cancellation through the pipeline.
@@ -116,7 +117,11 @@ final class PipelineQueueTests: XCTestCase {
         let path = try folder.jpeg("photo", width: 160, height: 120)
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
         let hold = DecodeHold()
-        pipeline.engine.decodeObserver.withLock { $0 = { _ in hold.started.signal(); hold.release.wait() } }
+        pipeline.engine.decodeObserver.withLock {
+            $0 = { _ in
+                hold.started.signal(); hold.release.wait()
+            }
+        }
         let request = ImageRequest(path: path, size: .maxPixelSize(80))
 
         let task = pipeline.imageTask(with: request)
@@ -140,7 +145,8 @@ final class PipelineQueueTests: XCTestCase {
         XCTAssertEqual(task.state, .cancelled)
 
         // Cancelled with no one joining: the result still lands in the memory cache.
-        let other = pipeline.imageTask(with: ImageRequest(path: path, size: .maxPixelSize(40), options: .disableMemoryCacheReads))
+        let other = pipeline.imageTask(
+            with: ImageRequest(path: path, size: .maxPixelSize(40), options: .disableMemoryCacheReads))
         await waitUntil("the second decode is running") { hold.started.wait(timeout: .now()) == .success }
         other.cancel()
         hold.release.signal()

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Calling back into the pipeline from inside its own callbacks — a data
@@ -9,8 +10,10 @@ import XCTest
 /// test runs under a watchdog: a hang fails it instead of the whole suite.
 final class PipelineReentrancyTests: XCTestCase {
     /// Runs `body` and fails the test if it has not finished within `seconds`.
-    private func withWatchdog(_ what: String, seconds: Double = 30,
-                              _ body: @escaping @Sendable () async throws -> Void) async {
+    private func withWatchdog(
+        _ what: String, seconds: Double = 30,
+        _ body: @escaping @Sendable () async throws -> Void
+    ) async {
         let finished = expectation(description: what)
         let failure = LockedState<(any Error)?>(nil)
         Task {
@@ -75,7 +78,9 @@ final class PipelineReentrancyTests: XCTestCase {
                 let inFlight = pipeline.inFlight
                 let metrics = pipeline.metrics
                 let task = pipeline.imageTask(with: ImageRequest(path: other, size: .maxPixelSize(30)))
-                seen.withLock { $0 = ["hit \(hit?.width ?? 0)", "tasks \(inFlight.tasks)", "requests \(metrics.requests)"] }
+                seen.withLock {
+                    $0 = ["hit \(hit?.width ?? 0)", "tasks \(inFlight.tasks)", "requests \(metrics.requests)"]
+                }
                 spawned.withLock { $0 = task }
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Many callers, random cancellation: everyone resumes exactly once and the
@@ -20,11 +21,14 @@ final class PipelineStressTests: XCTestCase {
     func testTwoThousandRequestsWithRandomCancellationAllResumeOnceAndLeaveNothingInFlight() async throws {
         let folder = try ImageFolder()
         // 30 images, each with its own width, so a result shows which image it is.
-        let images = try (0..<30).map { (path: try folder.png("i\($0)", width: 40 + $0, height: 30, seed: $0), width: 40 + $0) }
+        let images = try (0..<30).map {
+            (path: try folder.png("i\($0)", width: 40 + $0, height: 30, seed: $0), width: 40 + $0)
+        }
         // Each size with the width it gives (nil: the image's own).
         let sizes: [(TargetSize, Int?)] = [(.original, nil), (.maxPixelSize(20), 20), (.maxPixelSize(10), 10)]
         // A small cache, so evictions keep decodes and downscales going all along.
-        let pipeline = ImagePipeline.testing(decodeConcurrency: 2, cache: MemoryCache(costLimit: 40_000, entryCostLimitFraction: 0.2))
+        let pipeline = ImagePipeline.testing(
+            decodeConcurrency: 2, cache: MemoryCache(costLimit: 40_000, entryCostLimitFraction: 0.2))
         let shared = Shared()
         let workers = 16, perWorker = 125
 
@@ -36,9 +40,12 @@ final class PipelineStressTests: XCTestCase {
                         for _ in 0..<perWorker {
                             let image = images.randomElement(using: &random)!
                             let (size, fixedWidth) = sizes.randomElement(using: &random)!
-                            var request = ImageRequest(path: image.path, size: size,
-                                                       priority: ImageRequest.Priority.allCases.randomElement(using: &random)!)
-                            if Int.random(in: 0..<10, using: &random) == 0 { request.options.insert(.disableMemoryCacheReads) }
+                            var request = ImageRequest(
+                                path: image.path, size: size,
+                                priority: ImageRequest.Priority.allCases.randomElement(using: &random)!)
+                            if Int.random(in: 0..<10, using: &random) == 0 {
+                                request.options.insert(.disableMemoryCacheReads)
+                            }
                             let outcome: Result<Bitmap, any Error>
                             switch Int.random(in: 0..<4, using: &random) {
                             case 0: // plain await
@@ -77,7 +84,9 @@ final class PipelineStressTests: XCTestCase {
             }
         }
         // A caller that is never resumed would hang: fail instead of waiting forever.
-        await waitUntil("all 2,000 callers resume", timeout: 90) { shared.tally.withLock { $0.resumed } == workers * perWorker }
+        await waitUntil("all 2,000 callers resume", timeout: 90) {
+            shared.tally.withLock { $0.resumed } == workers * perWorker
+        }
         await run.value
 
         let final = shared.tally.withLock { $0 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import VipsLoad
 
 /// The engine's lanes on their own: the loading lane's queue and the
@@ -28,13 +29,14 @@ final class PipelineWorkQueueTests: XCTestCase {
         queue.enqueue(queue.reserveID(), priority: .veryLow) { log.record("first") }
         let items: [(String, ImageRequest.Priority)] = [
             ("low1", .low), ("normal1", .normal), ("veryHigh1", .veryHigh), ("low2", .low),
-            ("normal2", .normal), ("veryLow", .veryLow), ("high", .high), ("normal3", .normal),
+            ("normal2", .normal), ("veryLow", .veryLow), ("high", .high), ("normal3", .normal)
         ]
         for (name, priority) in items { queue.enqueue(queue.reserveID(), priority: priority) { log.record(name) } }
         XCTAssertEqual(queue.waitingCount, 8)
         XCTAssertEqual(log.order, ["first"], "one at a time")
         for _ in 0..<9 { queue.finish() }
-        XCTAssertEqual(log.order, ["first", "veryHigh1", "high", "normal1", "normal2", "normal3", "low1", "low2", "veryLow"])
+        XCTAssertEqual(
+            log.order, ["first", "veryHigh1", "high", "normal1", "normal2", "normal3", "low1", "low2", "veryLow"])
         XCTAssertEqual(queue.runningCount, 0)
     }
 
@@ -100,10 +102,14 @@ final class PipelineWorkQueueTests: XCTestCase {
         let done = Counter()
         pool.isSuspended = true
         var ids: [String: PriorityThreadPool.ItemID] = [:]
-        for (name, priority) in [("a", ImageRequest.Priority.low), ("b", .normal), ("c", .normal), ("d", .high), ("e", .veryLow)] {
+        for (name, priority) in [
+            ("a", ImageRequest.Priority.low), ("b", .normal), ("c", .normal), ("d", .high), ("e", .veryLow)
+        ] {
             let id = pool.reserveID()
             ids[name] = id
-            pool.enqueue(id, priority: priority) { log.record(name); done.increment() }
+            pool.enqueue(id, priority: priority) {
+                log.record(name); done.increment()
+            }
         }
         pool.setPriority(.veryHigh, of: ids["e"]!)
         XCTAssertTrue(pool.cancel(ids["c"]!))
@@ -131,7 +137,8 @@ final class PipelineWorkQueueTests: XCTestCase {
         await waitUntil("three threads run") { pool.runningCount == 3 }
         // The kernel keeps 15 bytes of a name: "vipsload-probe-" plus the number, cut.
         let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
-            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
         }
         XCTAssertEqual(names.filter { $0 == "vipsload-probe-" }.count, 3, "\(names)")
         for i in 0..<300 {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Real affinity: a child process started under `taskset` on one CPU sees
@@ -12,10 +13,12 @@ final class UsableCPUTests: XCTestCase {
 
     /// The child's report as numbers: `usable`, `affinity`, `decodeConcurrency`, `peak`, `threads`, `decodes`.
     private func runChild(launcher: [String], overlapTarget: Int, hold: TimeInterval) throws -> [String: Int] {
-        let child = try TestChildProcess(role: "usable-cpu-decodes", environment: [
-            "VIPSLOAD_TEST_OVERLAP_TARGET": String(overlapTarget),
-            "VIPSLOAD_TEST_HOLD": String(hold),
-        ], launcher: launcher)
+        let child = try TestChildProcess(
+            role: "usable-cpu-decodes",
+            environment: [
+                "VIPSLOAD_TEST_OVERLAP_TARGET": String(overlapTarget),
+                "VIPSLOAD_TEST_HOLD": String(hold)
+            ], launcher: launcher)
         let line = child.waitForReport(timeout: 180) { $0.hasPrefix("DECODES ") }
         let status = child.waitForExit()
         let report = try XCTUnwrap(line, "the child reported (transcript: \(child.transcript))")
@@ -100,8 +103,9 @@ extension ChildProcessRoleTests {
         }
         let resources = SystemResources.current
         let result = tracker.withLock { $0 }
-        TestChildProcess.report("DECODES usable=\(resources.usableCPUs) affinity=\(resources.affinityCPUs?.count ?? -1) "
-            + "decodeConcurrency=\(pipeline.configuration.decodeConcurrency) peak=\(result.peak) "
-            + "threads=\(result.threads.count) decodes=\(result.decodes)")
+        TestChildProcess.report(
+            "DECODES usable=\(resources.usableCPUs) affinity=\(resources.affinityCPUs?.count ?? -1) "
+                + "decodeConcurrency=\(pipeline.configuration.decodeConcurrency) peak=\(result.peak) "
+                + "threads=\(result.threads.count) decodes=\(result.decodes)")
     }
 }

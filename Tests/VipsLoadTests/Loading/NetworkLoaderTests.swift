@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsLoad
+import XCTest
 
 /// `HTTPDataLoader` against a real HTTP server on 127.0.0.1: bodies streamed
 /// to files, coalescing, every failure typed, nothing of a failure kept.
@@ -73,7 +73,8 @@ final class NetworkLoaderTests: NetworkTestCase {
         XCTAssertEqual(server.requestCount("/loop"), 4)
         // FoundationNetworking itself turns a file: Location into a path on the same host;
         // either way no local file is ever read.
-        let secret = downloadDirectory.deletingLastPathComponent().appendingPathComponent("vipsload-secret-\(UUID().uuidString).jpg")
+        let secret = downloadDirectory.deletingLastPathComponent().appendingPathComponent(
+            "vipsload-secret-\(UUID().uuidString).jpg")
         try NetworkFixtures.jpeg().write(to: secret)
         defer { try? FileManager.default.removeItem(at: secret) }
         server.route("/to-file", .redirect(to: secret.absoluteString))
@@ -107,8 +108,9 @@ final class NetworkLoaderTests: NetworkTestCase {
         declaredTooLarge.body = .pattern(count: 5_000_000)
         var emptyBody = TestHTTPServer.Response.ok(Data(), headers: [("Cache-Control", "max-age=3600")])
         emptyBody.declaredLength = 0
-        let html = TestHTTPServer.Response.ok(Data("<!DOCTYPE html><html><body>Sorry</body></html>".utf8),
-                                              contentType: "image/jpeg", headers: [("Cache-Control", "max-age=3600")])
+        let html = TestHTTPServer.Response.ok(
+            Data("<!DOCTYPE html><html><body>Sorry</body></html>".utf8),
+            contentType: "image/jpeg", headers: [("Cache-Control", "max-age=3600")])
 
         let cases: [(path: String, response: TestHTTPServer.Response, kind: VipsError.Kind, text: String)] = [
             ("/404.jpg", .status(404, body: "not here"), .httpStatus, "HTTP 404"),
@@ -119,7 +121,7 @@ final class NetworkLoaderTests: NetworkTestCase {
             ("/reset-no-length.jpg", resetWithoutLength, .network, "reset"),
             ("/declared-too-large.jpg", declaredTooLarge, .tooLarge, "Content-Length 5000000"),
             ("/empty.jpg", emptyBody, .emptyInput, "empty body"),
-            ("/page.jpg", html, .unsupportedFormat, "<!DOCTYPE html>"),
+            ("/page.jpg", html, .unsupportedFormat, "<!DOCTYPE html>")
         ]
         for (path, response, kind, text) in cases {
             server.route(path, response)
@@ -178,11 +180,13 @@ final class NetworkLoaderTests: NetworkTestCase {
         let url = server.url("/large-slow.jpg")
         let task = Task { try await loader.loadData(for: .url(url)) }
         // Wait until body bytes are arriving on disk.
-        XCTAssertTrue(server.wait { _ in
-            NetworkFixtures.files(in: self.downloadDirectory).contains { name in
-                ((try? FileManager.default.attributesOfItem(atPath: self.downloadDirectory.appendingPathComponent(name).path)[.size]) as? Int ?? 0) > 0
-            }
-        })
+        XCTAssertTrue(
+            server.wait { _ in
+                NetworkFixtures.files(in: self.downloadDirectory).contains { name in
+                    ((try? FileManager.default.attributesOfItem(
+                        atPath: self.downloadDirectory.appendingPathComponent(name).path)[.size]) as? Int ?? 0) > 0
+                }
+            })
         task.cancel()
         do {
             _ = try await task.value
@@ -190,8 +194,11 @@ final class NetworkLoaderTests: NetworkTestCase {
         } catch {
             XCTAssertTrue(error is CancellationError, "\(error)")
         }
-        XCTAssertTrue(server.wait { $0.clientCloseCount("/large-slow.jpg") == 1 }, "the server sees the connection close")
-        XCTAssertTrue(server.wait { _ in NetworkFixtures.files(in: self.downloadDirectory).isEmpty }, "the partial file is deleted")
+        XCTAssertTrue(
+            server.wait { $0.clientCloseCount("/large-slow.jpg") == 1 }, "the server sees the connection close")
+        XCTAssertTrue(
+            server.wait { _ in NetworkFixtures.files(in: self.downloadDirectory).isEmpty },
+            "the partial file is deleted")
     }
 
     func testCancellingOneOfTwoCallersKeepsTheDownloadForTheOther() async throws {
@@ -204,7 +211,9 @@ final class NetworkLoaderTests: NetworkTestCase {
         let url = server.url("/shared-slow.jpg")
         let first = Task { try await loader.loadData(for: .url(url)) }
         let second = Task { try await loader.loadData(for: .url(url)) }
-        XCTAssertTrue(server.wait { _ in loader.metrics.coalescedLoads == 1 && self.server.requestCount("/shared-slow.jpg") == 1 })
+        XCTAssertTrue(
+            server.wait { _ in loader.metrics.coalescedLoads == 1 && self.server.requestCount("/shared-slow.jpg") == 1 }
+        )
         first.cancel()
         let data = try await second.value
         XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg)
@@ -253,8 +262,10 @@ final class NetworkLoaderTests: NetworkTestCase {
 
     func testOtherSourcesAreRefused() async throws {
         let loader = makeLoader()
-        for source: ImageSource in [.file("/tmp/x.jpg"), .url(URL(fileURLWithPath: "/tmp/x.jpg")), .data(Data([1]), identifier: "x"),
-                                    .url(URL(string: "ftp://127.0.0.1/x.jpg")!)] {
+        for source: ImageSource in [
+            .file("/tmp/x.jpg"), .url(URL(fileURLWithPath: "/tmp/x.jpg")), .data(Data([1]), identifier: "x"),
+            .url(URL(string: "ftp://127.0.0.1/x.jpg")!)
+        ] {
             do {
                 _ = try await loader.loadData(for: source)
                 XCTFail("\(source) must be refused")

@@ -1,8 +1,8 @@
 import Foundation
 import TestSupport
-import XCTest
-import VipsLoad
 @_spi(Testing) import VipsCore
+import VipsLoad
+import XCTest
 
 /// A large body never sits whole in memory: downloaded to a file and decoded
 /// from there, a ~60 MB JPEG thumbnailed over HTTP keeps the process's peak
@@ -24,10 +24,14 @@ final class NetworkMemoryTests: NetworkTestCase {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
             }
-            guard let baseline = fields["baseline"].flatMap(Int.init), let download = fields["download-peak"].flatMap(Int.init),
-                  let peak = fields["peak"].flatMap(Int.init), let bytes = fields["bytes"].flatMap(Int.init),
-                  let thumbnail = fields["thumbnail"] else { return nil }
-            (baselineKB, downloadPeakKB, peakKB, self.bytes, self.thumbnail) = (baseline, download, peak, bytes, thumbnail)
+            guard let baseline = fields["baseline"].flatMap(Int.init),
+                let download = fields["download-peak"].flatMap(Int.init),
+                let peak = fields["peak"].flatMap(Int.init), let bytes = fields["bytes"].flatMap(Int.init),
+                let thumbnail = fields["thumbnail"]
+            else { return nil }
+            (baselineKB, downloadPeakKB, peakKB, self.bytes, self.thumbnail) = (
+                baseline, download, peak, bytes, thumbnail
+            )
         }
 
         /// How far the peak rose above the process's size before the download, in bytes.
@@ -41,7 +45,8 @@ final class NetworkMemoryTests: NetworkTestCase {
         env["VIPSLOAD_TEST_DIR"] = downloadDirectory.path
         let child = try TestChildProcess(role: role, environment: env)
         defer { child.kill() }
-        let line = try XCTUnwrap(child.waitForReport(timeout: 300) { $0.hasPrefix("RSS ") }, "\(role) reported:\n\(child.transcript)")
+        let line = try XCTUnwrap(
+            child.waitForReport(timeout: 300) { $0.hasPrefix("RSS ") }, "\(role) reported:\n\(child.transcript)")
         XCTAssertEqual(child.waitForExit(), 0, "\(role) ended normally")
         return try XCTUnwrap(Report(line), line)
     }
@@ -56,16 +61,21 @@ final class NetworkMemoryTests: NetworkTestCase {
         XCTAssertGreaterThan(size, 50_000_000)
         server.route("/small.jpg", .ok(try NetworkFixtures.jpeg(width: 800, height: 600)))
         // Served from the file in 64 KiB chunks: the server holds no copy either.
-        server.route("/large.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
-                                                           body: .file(file.path)))
+        server.route(
+            "/large.jpg",
+            TestHTTPServer.Response(
+                headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=3600")],
+                body: .file(file.path)))
 
         let streamed = try measure(role: "rss-thumbnail", path: "/large.jpg")
-        let cached = try measure(role: "rss-thumbnail", path: "/large.jpg", environment: ["VIPSLOAD_TEST_CACHE": cacheDirectory.path])
+        let cached = try measure(
+            role: "rss-thumbnail", path: "/large.jpg", environment: ["VIPSLOAD_TEST_CACHE": cacheDirectory.path])
         let inMemory = try measure(role: "rss-in-memory", path: "/large.jpg")
         for (name, report) in [("temporary file", streamed), ("disk cache", cached), ("in memory", inMemory)] {
-            print("RSS \(name): body \(report.bytes / 1_048_576) MiB, baseline \(report.baselineKB / 1024) MiB, "
-                  + "peak after download \(report.downloadPeakKB / 1024) MiB, peak after thumbnail \(report.peakKB / 1024) MiB "
-                  + "(+\(report.growth / 1_048_576) MiB), thumbnail \(report.thumbnail)")
+            print(
+                "RSS \(name): body \(report.bytes / 1_048_576) MiB, baseline \(report.baselineKB / 1024) MiB, "
+                    + "peak after download \(report.downloadPeakKB / 1024) MiB, peak after thumbnail \(report.peakKB / 1024) MiB "
+                    + "(+\(report.growth / 1_048_576) MiB), thumbnail \(report.thumbnail)")
             XCTAssertEqual(report.bytes, size)
             XCTAssertEqual(report.thumbnail, "256x199")
         }

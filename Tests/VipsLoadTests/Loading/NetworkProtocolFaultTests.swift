@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// Servers that break or stretch HTTP (issue 13): interim responses, redirects
@@ -11,9 +12,14 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
 
     func testEarlyHintsAndAnUnrequestedContinueBeforeTheResponseAreSkipped() async throws {
         let jpeg = try NetworkFixtures.jpeg(seed: 21)
-        server.route("/hints.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg")], body: .data(jpeg), interim: [103]))
-        server.route("/continue.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg")], body: .data(jpeg),
-                                                              interim: [100, 103, 103]))
+        server.route(
+            "/hints.jpg",
+            TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg")], body: .data(jpeg), interim: [103]))
+        server.route(
+            "/continue.jpg",
+            TestHTTPServer.Response(
+                headers: [("Content-Type", "image/jpeg")], body: .data(jpeg),
+                interim: [100, 103, 103]))
         let loader = makeLoader()
         for path in ["/hints.jpg", "/continue.jpg"] {
             let data = try await load(loader, path)
@@ -21,9 +27,14 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         }
         // Into the cache too: the final response's validators are the ones kept.
         let cache = try makeCache()
-        server.route("/cached.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"), ("ETag", "\"v1\""),
-                                                                      ("Cache-Control", "max-age=600")],
-                                                            body: .data(jpeg), interim: [103]))
+        server.route(
+            "/cached.jpg",
+            TestHTTPServer.Response(
+                headers: [
+                    ("Content-Type", "image/jpeg"), ("ETag", "\"v1\""),
+                    ("Cache-Control", "max-age=600")
+                ],
+                body: .data(jpeg), interim: [103]))
         let cached = try await load(makeLoader(cache: cache), "/cached.jpg")
         XCTAssertEqual(NetworkFixtures.contents(of: cached), jpeg)
         XCTAssertEqual(cache.entry(for: server.url("/cached.jpg").absoluteString)?.http?.etag, "\"v1\"")
@@ -37,8 +48,10 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
 
     func testRedirectsToFileDataAndOtherSchemesAreRefusedBeforeAnyRequest() async throws {
         let loader = makeLoader()
-        let targets = ["file:///etc/passwd", "FILE:///img/x.jpg", "data:image/jpeg;base64,/9j/4AAQ", "ftp://127.0.0.1/x.jpg",
-                       "javascript:alert(1)"]
+        let targets = [
+            "file:///etc/passwd", "FILE:///img/x.jpg", "data:image/jpeg;base64,/9j/4AAQ", "ftp://127.0.0.1/x.jpg",
+            "javascript:alert(1)"
+        ]
         for (index, target) in targets.enumerated() {
             server.route("/r\(index)", .redirect(to: target))
             await assertLoadFails(loader, "/r\(index)", kind: .redirectRefused, containing: "only http and https")
@@ -74,12 +87,22 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
     func testTwoDifferentContentLengthsAreAProtocolErrorAndNothingIsCached() async throws {
         let jpeg = try NetworkFixtures.jpeg(seed: 23)
         // The real length first, a shorter one second: the shorter one used to win.
-        server.route("/two.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"), ("Content-Length", "\(jpeg.count)"),
-                                                                   ("Content-Length", "\(jpeg.count / 2)"), ("Cache-Control", "max-age=600")],
-                                                         body: .data(jpeg), declaredLength: .some(nil)))
-        server.route("/list.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"),
-                                                                    ("Content-Length", "\(jpeg.count), \(jpeg.count - 1)")],
-                                                          body: .data(jpeg), declaredLength: .some(nil)))
+        server.route(
+            "/two.jpg",
+            TestHTTPServer.Response(
+                headers: [
+                    ("Content-Type", "image/jpeg"), ("Content-Length", "\(jpeg.count)"),
+                    ("Content-Length", "\(jpeg.count / 2)"), ("Cache-Control", "max-age=600")
+                ],
+                body: .data(jpeg), declaredLength: .some(nil)))
+        server.route(
+            "/list.jpg",
+            TestHTTPServer.Response(
+                headers: [
+                    ("Content-Type", "image/jpeg"),
+                    ("Content-Length", "\(jpeg.count), \(jpeg.count - 1)")
+                ],
+                body: .data(jpeg), declaredLength: .some(nil)))
         let cache = try makeCache()
         let loader = makeLoader(cache: cache)
         await assertLoadFails(loader, "/two.jpg", kind: .protocolError, containing: "conflicting Content-Length")
@@ -91,9 +114,14 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         XCTAssertEqual(server.requestCount("/two.jpg"), 1)
 
         // The same value twice is one length (RFC 9112 §6.3).
-        server.route("/same.jpg", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"), ("Content-Length", "\(jpeg.count)"),
-                                                                    ("Content-Length", "\(jpeg.count)")],
-                                                          body: .data(jpeg), declaredLength: .some(nil)))
+        server.route(
+            "/same.jpg",
+            TestHTTPServer.Response(
+                headers: [
+                    ("Content-Type", "image/jpeg"), ("Content-Length", "\(jpeg.count)"),
+                    ("Content-Length", "\(jpeg.count)")
+                ],
+                body: .data(jpeg), declaredLength: .some(nil)))
         let data = try await load(loader, "/same.jpg")
         XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg)
     }
@@ -130,16 +158,20 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         let url = server.url("/private.jpg", user: "alice", password: secret)
         let data = try await loader.loadData(for: .url(url))
         XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg)
-        XCTAssertEqual(server.requests("/private.jpg").first?.header("Authorization"),
-                       "Basic " + Data("alice:\(secret)".utf8).base64EncodedString(), "the credentials are still sent")
+        XCTAssertEqual(
+            server.requests("/private.jpg").first?.header("Authorization"),
+            "Basic " + Data("alice:\(secret)".utf8).base64EncodedString(), "the credentials are still sent")
         // A second loader finds the entry under the same credentials, and not under others.
         let again = try await makeLoader(cache: cache).loadData(for: .url(url))
         XCTAssertEqual(NetworkFixtures.contents(of: again), jpeg)
         XCTAssertEqual(server.requestCount("/private.jpg"), 1, "served from the cache")
-        _ = try await makeLoader(cache: cache).loadData(for: .url(server.url("/private.jpg", user: "bob", password: "other")))
+        _ = try await makeLoader(cache: cache).loadData(
+            for: .url(server.url("/private.jpg", user: "bob", password: "other")))
         XCTAssertEqual(server.requestCount("/private.jpg"), 2, "other credentials are another entry")
 
-        for (path, kind) in [("/missing.jpg", VipsError.Kind.httpStatus), ("/page.jpg", .unsupportedFormat), ("/away", .redirectRefused)] {
+        for (path, kind) in [
+            ("/missing.jpg", VipsError.Kind.httpStatus), ("/page.jpg", .unsupportedFormat), ("/away", .redirectRefused)
+        ] {
             do {
                 _ = try await loader.loadData(for: .url(server.url(path, user: "alice", password: secret)))
                 XCTFail("\(path) loaded")
@@ -153,7 +185,8 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         let enumerator = FileManager.default.enumerator(atPath: cacheDirectory.path)
         var checked = 0
         while let relative = enumerator?.nextObject() as? String {
-            guard let bytes = FileManager.default.contents(atPath: cacheDirectory.appendingPathComponent(relative).path) else { continue }
+            guard let bytes = FileManager.default.contents(atPath: cacheDirectory.appendingPathComponent(relative).path)
+            else { continue }
             XCTAssertNil(bytes.range(of: Data(secret.utf8)), relative)
             if relative.hasSuffix(".meta") {
                 checked += 1
@@ -165,26 +198,37 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
 
     func testRedactionReplacesEveryUserinfoAndNothingElse() {
         XCTAssertEqual(URLRedaction.redacted("http://u:p@h:8/a@b?c=d@e"), "http://***@h:8/a@b?c=d@e")
-        XCTAssertEqual(URLRedaction.redacted("failed: https://token@h/x and ftp://a:b@c/"), "failed: https://***@h/x and ftp://***@c/")
+        XCTAssertEqual(
+            URLRedaction.redacted("failed: https://token@h/x and ftp://a:b@c/"),
+            "failed: https://***@h/x and ftp://***@c/")
         XCTAssertEqual(URLRedaction.redacted("http://h/a?u=x@y"), "http://h/a?u=x@y")
         XCTAssertEqual(URLRedaction.redacted("mailto:a@b"), "mailto:a@b")
         XCTAssertEqual(ImageSource.url(URL(string: "https://u:p@h/x.jpg")!).description, "https://***@h/x.jpg")
         XCTAssertEqual(URLRedaction.storageKey("http://h/x"), "http://h/x")
-        XCTAssertEqual(URLRedaction.storageKey("http://u:p@h/x"), "http://sha256-" + SHA256.hexDigest(of: Array("u:p".utf8)) + "@h/x")
+        XCTAssertEqual(
+            URLRedaction.storageKey("http://u:p@h/x"),
+            "http://sha256-" + SHA256.hexDigest(of: Array("u:p".utf8)) + "@h/x")
         // FIPS 180-4 examples, and a message longer than one block.
-        XCTAssertEqual(SHA256.hexDigest(of: Array("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(
+            SHA256.hexDigest(of: Array("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         XCTAssertEqual(SHA256.hexDigest(of: []), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        XCTAssertEqual(SHA256.hexDigest(of: Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
-                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(
+            SHA256.hexDigest(of: Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 
     // MARK: Item 8: error kinds and messages
 
     func testAGarbageAnswerIsAProtocolErrorAndAHugeHeaderIsTooLarge() async throws {
         server.route("/garbage", .raw(Data("SSH-2.0-OpenSSH_9.2\r\nnot http at all\r\n".utf8)))
-        server.route("/big-header", TestHTTPServer.Response(headers: [("Content-Type", "image/jpeg"),
-                                                                      ("X-Padding", String(repeating: "a", count: 100 * 1024))],
-                                                            body: .data(try NetworkFixtures.jpeg(seed: 25))))
+        server.route(
+            "/big-header",
+            TestHTTPServer.Response(
+                headers: [
+                    ("Content-Type", "image/jpeg"),
+                    ("X-Padding", String(repeating: "a", count: 100 * 1024))
+                ],
+                body: .data(try NetworkFixtures.jpeg(seed: 25))))
         let loader = makeLoader { $0.retryPolicy = HTTPRetryPolicy(maxRetries: 2, initialDelay: 0.01) }
         await assertLoadFails(loader, "/garbage", kind: .protocolError, containing: "not an HTTP response")
         await assertLoadFails(loader, "/big-header", kind: .tooLarge, containing: "response header")
@@ -199,7 +243,8 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         try Data("x".utf8).write(to: blocked)
         server.route("/photo.jpg", .ok(try NetworkFixtures.jpeg(seed: 26)))
         let loader = makeLoader { $0.temporaryDirectory = blocked }
-        await assertLoadFails(loader, "/photo.jpg", kind: .io, containing: server.url("/photo.jpg").absoluteString + ": ")
+        await assertLoadFails(
+            loader, "/photo.jpg", kind: .io, containing: server.url("/photo.jpg").absoluteString + ": ")
     }
 
     // MARK: Item 1 (library): private download folders
@@ -229,7 +274,8 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         let youngLegacy = base.appendingPathComponent("download-00000000000000a2")
         try Data(count: 10).write(to: oldLegacy)
         try Data(count: 10).write(to: youngLegacy)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: oldLegacy.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: oldLegacy.path)
 
         server.route("/photo.jpg", .ok(try NetworkFixtures.jpeg(seed: 27)))
         let loader = makeLoader { $0.temporaryDirectory = base }
@@ -245,15 +291,19 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
         close(probe)
 
         XCTAssertFalse(FileManager.default.fileExists(atPath: dead.path), "a dead owner's folder is swept")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: unlocked.path), "a lockless folder of a gone pid is swept")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: unlocked.path), "a lockless folder of a gone pid is swept")
         XCTAssertTrue(FileManager.default.fileExists(atPath: live.path), "a live owner's folder stays")
         XCTAssertTrue(FileManager.default.fileExists(atPath: unrelated.path))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: oldLegacy.path), "an hour-old download of an earlier version is swept")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: oldLegacy.path),
+            "an hour-old download of an earlier version is swept")
         XCTAssertTrue(FileManager.default.fileExists(atPath: youngLegacy.path))
 
         data = nil
-        XCTAssertEqual(NetworkFixtures.files(in: base).filter { $0.hasPrefix(folder.lastPathComponent) }, [],
-                       "the file goes with its ImageData")
+        XCTAssertEqual(
+            NetworkFixtures.files(in: base).filter { $0.hasPrefix(folder.lastPathComponent) }, [],
+            "the file goes with its ImageData")
         // Deleting the folder behind the loader's back costs nothing: the next download makes a new one.
         try FileManager.default.removeItem(at: folder)
         let next = try await load(loader, "/photo.jpg")

@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsLoad
+import XCTest
 
 /// Retries: transient failures (5xx, 429 with Retry-After, dropped
 /// connections) are tried again with backoff when enabled; 4xx never are.

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// The default data-loading step and the pipeline's use of it.
 final class PipelineDataLoaderTests: XCTestCase {
@@ -28,7 +29,7 @@ final class PipelineDataLoaderTests: XCTestCase {
             (.file(folder.path + "/missing.jpg"), .fileNotFound, "missing.jpg"),
             (.file(folder.path), .io, "not a regular file"),
             (.url(URL(string: "https://example.com/a.jpg")!), .unsupportedSource, "https://example.com/a.jpg"),
-            (.url(URL(string: "ftp://example.com/a.jpg")!), .unsupportedSource, "'ftp' URLs"),
+            (.url(URL(string: "ftp://example.com/a.jpg")!), .unsupportedSource, "'ftp' URLs")
         ]
         for (source, kind, text) in cases {
             do {
@@ -51,8 +52,10 @@ final class PipelineDataLoaderTests: XCTestCase {
             }
         }
         let bytes = try ImageSynthesizer.data(width: 64, height: 48, format: .png())
-        let pipeline = ImagePipeline(configuration: .init(dataLoader: DataLoader(remoteLoader: MemoryLoader(bytes: bytes))))
-        let bitmap = try await pipeline.image(for: ImageRequest(source: .url(URL(string: "https://example.com/a.png")!)))
+        let pipeline = ImagePipeline(
+            configuration: .init(dataLoader: DataLoader(remoteLoader: MemoryLoader(bytes: bytes))))
+        let bitmap = try await pipeline.image(
+            for: ImageRequest(source: .url(URL(string: "https://example.com/a.png")!)))
         XCTAssertEqual([bitmap.width, bitmap.height], [64, 48])
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsCore
 import VipsLoad
+import XCTest
 
 /// `ImagePipeline.data(for:)`: a source's bytes through the pipeline's
 /// loading (disk cache, coalescing) with no decode, and cancellation.

@@ -1,17 +1,20 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsLoad
+import XCTest
 
 /// URLs through the whole pipeline against a real server on 127.0.0.1:
 /// coalescing, memory → disk → network, revalidation, errors, cancellation.
 final class PipelineNetworkTests: NetworkTestCase {
     /// A pipeline downloading into this test's folders, through `cache` when given.
-    private func makePipeline(cache: DiskCache? = nil, memoryCache: MemoryCache? = MemoryCache(costLimit: 64 << 20),
-                              _ adjust: (inout HTTPDataLoader.Configuration) -> Void = { _ in }) -> ImagePipeline {
+    private func makePipeline(
+        cache: DiskCache? = nil, memoryCache: MemoryCache? = MemoryCache(costLimit: 64 << 20),
+        _ adjust: (inout HTTPDataLoader.Configuration) -> Void = { _ in }
+    ) -> ImagePipeline {
         var http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         adjust(&http)
-        return ImagePipeline(configuration: .init(decodeConcurrency: 2, memoryCache: memoryCache, diskCache: cache, http: http))
+        return ImagePipeline(
+            configuration: .init(decodeConcurrency: 2, memoryCache: memoryCache, diskCache: cache, http: http))
     }
 
     /// The error a request fails with, or nil when it succeeds.
@@ -85,7 +88,8 @@ final class PipelineNetworkTests: NetworkTestCase {
         let bitmap = try await pipeline.image(for: skippingMemory)
         XCTAssertEqual([bitmap.width, bitmap.height], [64, 48])
         metrics = pipeline.metrics
-        XCTAssertEqual([metrics.networkRequests, metrics.diskHits, metrics.memoryHits], [1, 1, 1], "past memory: the disk")
+        XCTAssertEqual(
+            [metrics.networkRequests, metrics.diskHits, metrics.memoryHits], [1, 1, 1], "past memory: the disk")
         XCTAssertEqual(metrics.decodesStarted, 2)
         XCTAssertEqual(metrics.bytesDownloaded, jpeg.count)
         XCTAssertEqual(server.requestCount("/order.jpg"), 1)
@@ -146,7 +150,10 @@ final class PipelineNetworkTests: NetworkTestCase {
         let cases: [(path: String, response: TestHTTPServer.Response, kind: VipsError.Kind)] = [
             ("/missing.jpg", .status(404, body: "no such image"), .httpStatus),
             ("/oversized.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]), .tooLarge),
-            ("/page.jpg", .ok(html, contentType: "image/jpeg", headers: [("Cache-Control", "max-age=3600")]), .unsupportedFormat),
+            (
+                "/page.jpg", .ok(html, contentType: "image/jpeg", headers: [("Cache-Control", "max-age=3600")]),
+                .unsupportedFormat
+            )
         ]
         let cache = try makeCache()
         let pipeline = makePipeline(cache: cache) { $0.maxBodyBytes = jpeg.count / 2 }
@@ -168,7 +175,8 @@ final class PipelineNetworkTests: NetworkTestCase {
                     let error = await failure(of: caller)
                     XCTAssertEqual(error?.kind, kind, "\(path) round \(round): \(String(describing: error))")
                 }
-                XCTAssertEqual(server.requestCount(path), round, "\(path): one request per round, none reused from a failure")
+                XCTAssertEqual(
+                    server.requestCount(path), round, "\(path): one request per round, none reused from a failure")
                 XCTAssertNil(pipeline.cachedImage(for: request), "\(path): no error or image in memory")
                 XCTAssertNil(cache.entry(for: request.source.key), "\(path): nothing on disk")
             }
@@ -182,8 +190,11 @@ final class PipelineNetworkTests: NetworkTestCase {
     func testCancellingTheLastCallerOfASlowDownloadClosesTheConnection() async throws {
         // One caller of two leaving does not stop the download.
         let jpeg = try NetworkFixtures.jpeg(width: 800, height: 600, seed: 26)
-        server.route("/slow.jpg", TestHTTPServer.Response(status: 200, headers: [("Content-Type", "image/jpeg")],
-                                                          body: .data(jpeg), chunkSize: 16 * 1024, chunkDelay: 0.02))
+        server.route(
+            "/slow.jpg",
+            TestHTTPServer.Response(
+                status: 200, headers: [("Content-Type", "image/jpeg")],
+                body: .data(jpeg), chunkSize: 16 * 1024, chunkDelay: 0.02))
         let cache = try makeCache()
         let pipeline = makePipeline(cache: cache)
         let slow = ImageRequest(url: server.url("/slow.jpg"), size: .maxPixelSize(64))
@@ -198,9 +209,12 @@ final class PipelineNetworkTests: NetworkTestCase {
         XCTAssertEqual(server.clientCloseCount("/slow.jpg"), 0)
 
         // The last caller leaving a large download mid-body hangs up on the server.
-        server.route("/large.jpg", TestHTTPServer.Response(status: 200, headers: [("Content-Type", "image/jpeg")],
-                                                           body: .pattern(count: 256 << 20), chunkSize: 16 * 1024,
-                                                           chunkDelay: 0.01))
+        server.route(
+            "/large.jpg",
+            TestHTTPServer.Response(
+                status: 200, headers: [("Content-Type", "image/jpeg")],
+                body: .pattern(count: 256 << 20), chunkSize: 16 * 1024,
+                chunkDelay: 0.01))
         let large = ImageRequest(url: server.url("/large.jpg"), size: .maxPixelSize(64))
         let first = pipeline.imageTask(with: large)
         let second = pipeline.imageTask(with: ImageRequest(url: server.url("/large.jpg"), size: .maxPixelSize(64)))
@@ -258,9 +272,11 @@ final class PipelineNetworkTests: NetworkTestCase {
         try jpeg.write(to: file)
         // No data loader, no HTTP settings: the defaults.
         let pipeline = ImagePipeline(configuration: .init(memoryCache: nil))
-        for request in [ImageRequest(path: file.path, size: .maxPixelSize(30)),
-                        ImageRequest(url: file, size: .maxPixelSize(30)),
-                        ImageRequest(url: server.url("/plain.jpg"), size: .maxPixelSize(30))] {
+        for request in [
+            ImageRequest(path: file.path, size: .maxPixelSize(30)),
+            ImageRequest(url: file, size: .maxPixelSize(30)),
+            ImageRequest(url: server.url("/plain.jpg"), size: .maxPixelSize(30))
+        ] {
             let bitmap = try await pipeline.image(for: request)
             XCTAssertEqual([bitmap.width, bitmap.height], [30, 20], "\(request)")
         }

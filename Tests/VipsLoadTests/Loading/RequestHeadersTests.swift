@@ -1,22 +1,27 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Per-request header fields, the `imageID` cache-key override and the
 /// pipeline's request modifier, seen at the loopback server.
 final class RequestHeadersTests: NetworkTestCase {
-    private func makePipeline(cache: DiskCache? = nil, memory: Bool = true,
-                              _ adjust: (inout ImagePipeline.Configuration) -> Void = { _ in }) -> ImagePipeline {
+    private func makePipeline(
+        cache: DiskCache? = nil, memory: Bool = true,
+        _ adjust: (inout ImagePipeline.Configuration) -> Void = { _ in }
+    ) -> ImagePipeline {
         var http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         http.headers["X-Pipeline"] = "pipeline"
         http.headers["X-Shared"] = "pipeline"
-        var configuration = ImagePipeline.Configuration(decodeConcurrency: 2,
-                                                        memoryCache: memory ? MemoryCache(costLimit: 64 << 20) : nil,
-                                                        dataCache: cache, http: http)
+        var configuration = ImagePipeline.Configuration(
+            decodeConcurrency: 2,
+            memoryCache: memory ? MemoryCache(costLimit: 64 << 20) : nil,
+            dataCache: cache, http: http)
         adjust(&configuration)
         return ImagePipeline(configuration: configuration)
     }
@@ -45,13 +50,15 @@ final class RequestHeadersTests: NetworkTestCase {
     func testAnImageIDOverridesTheCacheKeyInMemoryAndOnDisk() async throws {
         server.route("/signed.jpg", .ok(try image(), headers: [("Cache-Control", "max-age=3600")]))
         func signed(_ signature: String) -> ImageRequest {
-            var request = ImageRequest(url: URL(string: server.url("/signed.jpg").absoluteString + "?sig=" + signature)!,
-                                       size: .maxPixelSize(40))
+            var request = ImageRequest(
+                url: URL(string: server.url("/signed.jpg").absoluteString + "?sig=" + signature)!,
+                size: .maxPixelSize(40))
             request.imageID = "signed.jpg"
             return request
         }
         XCTAssertEqual(signed("a").cacheKey, signed("b").cacheKey)
-        XCTAssertNotEqual(signed("a").cacheKey, ImageRequest(url: server.url("/signed.jpg"), size: .maxPixelSize(40)).cacheKey)
+        XCTAssertNotEqual(
+            signed("a").cacheKey, ImageRequest(url: server.url("/signed.jpg"), size: .maxPixelSize(40)).cacheKey)
 
         let pipeline = makePipeline(cache: try makeCache())
         _ = try await pipeline.image(for: signed("a"))
@@ -70,7 +77,9 @@ final class RequestHeadersTests: NetworkTestCase {
         let jpeg = try image()
         let calls = LockedState(0)
         server.route("/flaky.jpg") { _ in
-            calls.withLock { $0 += 1; return $0 } == 1 ? .status(503) : .ok(jpeg)
+            calls.withLock {
+                $0 += 1; return $0
+            } == 1 ? .status(503) : .ok(jpeg)
         }
         server.route("/rewritten.jpg", .ok(jpeg))
         let modifierCalls = LockedState(0)
@@ -81,7 +90,8 @@ final class RequestHeadersTests: NetworkTestCase {
                 var request = request
                 request.setValue("modified", forHTTPHeaderField: "X-Modifier")
                 if request.url?.path == "/original.jpg" {
-                    request.url = URL(string: request.url!.absoluteString.replacingOccurrences(of: "original", with: "rewritten"))
+                    request.url = URL(
+                        string: request.url!.absoluteString.replacingOccurrences(of: "original", with: "rewritten"))
                 }
                 return request
             }

@@ -1,14 +1,17 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// `ImagePrefetcher` over the loopback server.
 final class ImagePrefetcherTests: NetworkTestCase {
     private func makePipeline(cache: DiskCache? = nil) -> ImagePipeline {
-        ImagePipeline(configuration: .init(decodeConcurrency: 2, memoryCache: MemoryCache(costLimit: 64 << 20),
-                                           dataCache: cache,
-                                           http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        ImagePipeline(
+            configuration: .init(
+                decodeConcurrency: 2, memoryCache: MemoryCache(costLimit: 64 << 20),
+                dataCache: cache,
+                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
     }
 
     private func routeGated(_ paths: [String], gate: ServerGate, seed: Int = 81) throws {
@@ -35,8 +38,9 @@ final class ImagePrefetcherTests: NetworkTestCase {
         var real = request
         real.priority = .high
         let task = pipeline.imageTask(with: real)
-        XCTAssertEqual(pipeline.engine.perform { _ in pipeline.engine.decodes[work]?.priority }, .high,
-                       "the real request raised the shared decode's priority")
+        XCTAssertEqual(
+            pipeline.engine.perform { _ in pipeline.engine.decodes[work]?.priority }, .high,
+            "the real request raised the shared decode's priority")
         gate.open()
         let bitmap = try await task.image
         XCTAssertEqual([bitmap.width, bitmap.height], [40, 20])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Many requests at once, each result with its index as it completes.
@@ -8,9 +9,9 @@ final class PipelineBatchTests: XCTestCase {
         let folder = try ImageFolder()
         let paths = try (0..<20).map { try folder.png("i\($0)", width: 30 + $0, height: 20, seed: $0) }
         let pipeline = ImagePipeline.testing()
-        _ = try await pipeline.image(for: ImageRequest(path: paths[3]))   // one memory hit
+        _ = try await pipeline.image(for: ImageRequest(path: paths[3])) // one memory hit
         var requests = paths.map { ImageRequest(path: $0) }
-        requests.append(ImageRequest(path: paths[5]))                     // a duplicate shares a decode
+        requests.append(ImageRequest(path: paths[5])) // a duplicate shares a decode
         for i in 0..<4 { requests.append(ImageRequest(path: folder.path + "/missing\(i).png")) }
 
         var seen: [Int: ImagePipeline.BatchResult] = [:]
@@ -24,7 +25,9 @@ final class PipelineBatchTests: XCTestCase {
         }
         XCTAssertEqual(try seen[20]?.result.get().width, 35)
         for index in 21..<25 {
-            XCTAssertThrowsError(try seen[index]?.result.get()) { XCTAssertEqual(($0 as? VipsError)?.kind, .fileNotFound) }
+            XCTAssertThrowsError(try seen[index]?.result.get()) {
+                XCTAssertEqual(($0 as? VipsError)?.kind, .fileNotFound)
+            }
             XCTAssertEqual(seen[index]?.request, requests[index])
         }
         let metrics = pipeline.metrics

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// A temporary directory of generated image files, removed when released.
 final class ImageFolder: Sendable {
@@ -19,7 +20,8 @@ final class ImageFolder: Sendable {
 
     /// Writes a synthetic JPEG and returns its path.
     func jpeg(_ name: String, width: Int, height: Int, seed: Int = 1) throws -> String {
-        try write(name + ".jpg", ImageSynthesizer.data(width: width, height: height, seed: seed, format: .jpeg(quality: 85)))
+        try write(
+            name + ".jpg", ImageSynthesizer.data(width: width, height: height, seed: seed, format: .jpeg(quality: 85)))
     }
 
     /// Writes a synthetic PNG and returns its path.
@@ -109,8 +111,10 @@ final class GatedLoader: ImageDataLoading {
 
 /// Polls `condition` until it holds; fails the test if it does not within
 /// `timeout` seconds (a generous bound: only a hang or a bug reaches it).
-nonisolated(nonsending) func waitUntil(_ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
-               _ condition: () -> Bool) async {
+nonisolated(nonsending) func waitUntil(
+    _ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
+    _ condition: () -> Bool
+) async {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {
         if Date() > deadline {
@@ -130,10 +134,14 @@ final class Counter: Sendable {
 
 extension ImagePipeline {
     /// A pipeline for tests: the given loader, concurrency and cache.
-    static func testing(loader: any ImageDataLoading = DataLoader(), decodeConcurrency: Int = 2,
-                        cache: MemoryCache? = MemoryCache(costLimit: 64 << 20)) -> ImagePipeline {
-        ImagePipeline(configuration: Configuration(decodeConcurrency: decodeConcurrency, dataLoader: loader,
-                                                   memoryCache: cache))
+    static func testing(
+        loader: any ImageDataLoading = DataLoader(), decodeConcurrency: Int = 2,
+        cache: MemoryCache? = MemoryCache(costLimit: 64 << 20)
+    ) -> ImagePipeline {
+        ImagePipeline(
+            configuration: Configuration(
+                decodeConcurrency: decodeConcurrency, dataLoader: loader,
+                memoryCache: cache))
     }
 }
 
@@ -147,12 +155,15 @@ extension Error {
 /// Awaits `body`, expecting a `VipsError` of one of `kinds`; fails the test
 /// when it succeeds or fails otherwise. Returns the error for further checks.
 @discardableResult
-func assertThrows<T>(kind kinds: Set<VipsError.Kind>, _ what: @autoclosure () -> String = "",
-                     file: StaticString = #filePath, line: UInt = #line,
-                     _ body: () async throws -> T) async -> VipsError? {
+func assertThrows<T>(
+    kind kinds: Set<VipsError.Kind>, _ what: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line,
+    _ body: () async throws -> T
+) async -> VipsError? {
     do {
         let value = try await body()
-        XCTFail("\(what()): succeeded with \(value); expected \(kinds.map(\.rawValue).sorted())", file: file, line: line)
+        XCTFail(
+            "\(what()): succeeded with \(value); expected \(kinds.map(\.rawValue).sorted())", file: file, line: line)
         return nil
     } catch let error as VipsError {
         XCTAssertTrue(kinds.contains(error.kind), "\(what()): \(error)", file: file, line: line)
@@ -165,8 +176,10 @@ func assertThrows<T>(kind kinds: Set<VipsError.Kind>, _ what: @autoclosure () ->
 
 /// `assertThrows(kind:)` for one kind.
 @discardableResult
-func assertThrows<T>(kind: VipsError.Kind, _ what: @autoclosure () -> String = "",
-                     file: StaticString = #filePath, line: UInt = #line,
-                     _ body: () async throws -> T) async -> VipsError? {
+func assertThrows<T>(
+    kind: VipsError.Kind, _ what: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line,
+    _ body: () async throws -> T
+) async -> VipsError? {
     await assertThrows(kind: [kind], what(), file: file, line: line, body)
 }

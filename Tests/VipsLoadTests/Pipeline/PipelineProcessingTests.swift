@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// Resize modes, processors, responses and encoding through the pipeline.
 final class PipelineProcessingTests: XCTestCase {
@@ -13,16 +14,20 @@ final class PipelineProcessingTests: XCTestCase {
         let pipeline = ImagePipeline.testing(loader: gate)
         let processed = LockedState<[ImageCacheKey]>([])
         pipeline.engine.processObserver.withLock { $0 = { key in processed.withLock { $0.append(key) } } }
-        let circle = ImageRequest(path: path, size: .fit(width: 100, height: 100), mode: .fill(),
-                                  processors: [ImageProcessors.Circle()])
-        let blurred = ImageRequest(path: path, size: .fit(width: 100, height: 100), mode: .fill(),
-                                   processors: [ImageProcessors.GaussianBlur(sigma: 2)])
+        let circle = ImageRequest(
+            path: path, size: .fit(width: 100, height: 100), mode: .fill(),
+            processors: [ImageProcessors.Circle()])
+        let blurred = ImageRequest(
+            path: path, size: .fit(width: 100, height: 100), mode: .fill(),
+            processors: [ImageProcessors.GaussianBlur(sigma: 2)])
         let plain = ImageRequest(path: path, size: .fit(width: 100, height: 100), mode: .fill())
         XCTAssertNotEqual(circle.cacheKey, blurred.cacheKey)
         XCTAssertNotEqual(circle.cacheKey, plain.cacheKey)
         XCTAssertNotEqual(plain.cacheKey, ImageRequest(path: path, size: .fit(width: 100, height: 100)).cacheKey)
 
-        let tasks = (0..<10).map { _ in pipeline.imageTask(with: circle) } + (0..<5).map { _ in pipeline.imageTask(with: blurred) }
+        let tasks =
+            (0..<10).map { _ in pipeline.imageTask(with: circle) }
+            + (0..<5).map { _ in pipeline.imageTask(with: blurred) }
             + [pipeline.imageTask(with: plain)]
         await waitUntil("16 tasks wait") { pipeline.inFlight.tasks == 16 }
         // One decode unit and two processing units, over one held data load.
@@ -83,7 +88,8 @@ final class PipelineProcessingTests: XCTestCase {
         XCTAssertEqual(second.sourceInfo?.width, 640)
 
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
-        let damaged = ImageRequest(source: .data(Data(whole.prefix(whole.count / 2)), identifier: "damaged"), size: .maxPixelSize(64))
+        let damaged = ImageRequest(
+            source: .data(Data(whole.prefix(whole.count / 2)), identifier: "damaged"), size: .maxPixelSize(64))
         let lenient = try await pipeline.response(for: damaged)
         XCTAssertTrue(lenient.decodedLeniently)
         XCTAssertEqual(lenient.origin, .load)
@@ -97,7 +103,9 @@ final class PipelineProcessingTests: XCTestCase {
             ImageRequest(path: path, size: .width(0)),
             ImageRequest(path: path, size: .width(10), mode: .fill()),
             ImageRequest(path: path, size: .maxPixelSize(10), processors: [ImageProcessors.GaussianBlur(sigma: .nan)]),
-            ImageRequest(path: path, size: .maxPixelSize(10), processors: [ImageProcessors.Crop(x: 0, y: 0, width: -1, height: 1)]),
+            ImageRequest(
+                path: path, size: .maxPixelSize(10),
+                processors: [ImageProcessors.Crop(x: 0, y: 0, width: -1, height: 1)])
         ]
         for request in requests {
             do {
@@ -109,7 +117,8 @@ final class PipelineProcessingTests: XCTestCase {
         }
         XCTAssertEqual(pipeline.metrics.dataLoadsStarted, 0)
         // A parameter that depends on the image fails after the decode, and is not cached.
-        let outside = ImageRequest(path: path, size: .maxPixelSize(32), processors: [ImageProcessors.Crop(x: 20, y: 0, width: 20, height: 5)])
+        let outside = ImageRequest(
+            path: path, size: .maxPixelSize(32), processors: [ImageProcessors.Crop(x: 20, y: 0, width: 20, height: 5)])
         do {
             _ = try await pipeline.image(for: outside)
             XCTFail("the crop lies outside the 32×24 image")
@@ -124,17 +133,21 @@ final class PipelineProcessingTests: XCTestCase {
         let folder = try ImageFolder()
         let path = try folder.png("photo", width: 320, height: 240)
         let pipeline = ImagePipeline.testing()
-        let request = ImageRequest(path: path, size: .fit(width: 96, height: 96), mode: .fill(),
-                                   processors: [ImageProcessors.RoundedCorners(radius: 12)])
-        let formats: [OutputFormat] = [.jpeg(quality: 80, progressive: true, chromaSubsampling: .off), .png(compression: 9, palette: true),
-                                       .webp(quality: 70, lossless: false, effort: 2), .webp(lossless: true), .avif(quality: 40, effort: 2), .gif]
+        let request = ImageRequest(
+            path: path, size: .fit(width: 96, height: 96), mode: .fill(),
+            processors: [ImageProcessors.RoundedCorners(radius: 12)])
+        let formats: [OutputFormat] = [
+            .jpeg(quality: 80, progressive: true, chromaSubsampling: .off), .png(compression: 9, palette: true),
+            .webp(quality: 70, lossless: false, effort: 2), .webp(lossless: true), .avif(quality: 40, effort: 2), .gif
+        ]
         for format in formats {
             let encoded = try await pipeline.encodedImage(for: request, as: format)
             XCTAssertEqual([encoded.width, encoded.height], [96, 96])
             let info = try ImageDecoder().info(.data(encoded.data))
             XCTAssertEqual(info.format, format.imageFormat, "\(format)")
             XCTAssertEqual([info.width, info.height], [96, 96], "\(format)")
-            XCTAssertEqual(info.hasAlpha, format.supportsAlpha, "\(format): rounded corners keep alpha where the format allows")
+            XCTAssertEqual(
+                info.hasAlpha, format.supportsAlpha, "\(format): rounded corners keep alpha where the format allows")
         }
         do {
             _ = try await pipeline.encodedImage(for: request, as: .jpeg(quality: 0))
@@ -150,7 +163,8 @@ final class PipelineProcessingTests: XCTestCase {
 
     func testMetadataIsStrippedByDefaultAndKeptWhenAsked() async throws {
         let folder = try ImageFolder()
-        let path = try folder.write("turned.jpg", ImageSynthesizer.data(width: 320, height: 240, format: .jpeg(orientation: 6)))
+        let path = try folder.write(
+            "turned.jpg", ImageSynthesizer.data(width: 320, height: 240, format: .jpeg(orientation: 6)))
         let pipeline = ImagePipeline.testing()
         let request = ImageRequest(path: path, size: .maxPixelSize(100))
         let stripped = try await pipeline.encodedImage(for: request, as: .jpeg())
@@ -172,8 +186,9 @@ final class PipelineProcessingTests: XCTestCase {
         try Data("old".utf8).write(to: target)
         try encoded.write(to: target)
         XCTAssertEqual(try Data(contentsOf: target), encoded.data)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["out.webp", "photo.jpg"],
-                       "no temporary file is left")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["out.webp", "photo.jpg"],
+            "no temporary file is left")
         XCTAssertThrowsError(try encoded.write(to: URL(fileURLWithPath: folder.path + "/missing/out.webp"))) { error in
             XCTAssertEqual((error as? VipsError)?.kind, .fileNotFound)
         }
@@ -184,10 +199,12 @@ final class PipelineProcessingTests: XCTestCase {
         let frames = try [UInt8(10), 130, 250].map { level in
             try Bitmap(width: 60, height: 40, channels: 3, pixels: [UInt8](repeating: level, count: 60 * 40 * 3))
         }
-        let encoded = try ImageEncoder().encode(try AnimatedBitmap(frames: frames, delays: [40, 80, 120], loopCount: 0), as: .webp())
+        let encoded = try ImageEncoder().encode(
+            try AnimatedBitmap(frames: frames, delays: [40, 80, 120], loopCount: 0), as: .webp())
         let path = try folder.write("clip.webp", encoded.data)
         let pipeline = ImagePipeline.testing()
-        let animation = try await pipeline.animatedImage(for: ImageRequest(path: path, size: .maxPixelSize(30), scale: 1))
+        let animation = try await pipeline.animatedImage(
+            for: ImageRequest(path: path, size: .maxPixelSize(30), scale: 1))
         XCTAssertEqual(animation.frameCount, 3)
         XCTAssertEqual([animation.width, animation.height], [30, 20])
         XCTAssertEqual(animation.delays, [40, 80, 120])

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// `response(for:)` tells a download from a data-cache hit.
@@ -10,9 +11,12 @@ final class PipelineResponseOriginTests: NetworkTestCase {
         server.route("/photo.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         func pipeline() throws -> ImagePipeline {
-            ImagePipeline(configuration: .init(decodeConcurrency: 1, memoryCache: MemoryCache(), dataCache: try makeCache(), http: http))
+            ImagePipeline(
+                configuration: .init(
+                    decodeConcurrency: 1, memoryCache: MemoryCache(), dataCache: try makeCache(), http: http))
         }
-        let request = ImageRequest(url: server.url("/photo.jpg"), size: .fit(width: 50, height: 50), mode: .fill(.north))
+        let request = ImageRequest(
+            url: server.url("/photo.jpg"), size: .fit(width: 50, height: 50), mode: .fill(.north))
         let downloaded = try await pipeline().response(for: request)
         XCTAssertEqual(downloaded.origin, .load)
         XCTAssertEqual([downloaded.bitmap.width, downloaded.bitmap.height], [50, 50])

@@ -1,16 +1,21 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VipsLoad
 
 /// Per-request cache options, counted at the loopback server and in the metrics.
 final class RequestOptionsTests: NetworkTestCase {
-    private func makePipeline(cache: DiskCache?, memory: Bool = true,
-                              loader: (any ImageDataLoading)? = nil) -> ImagePipeline {
+    private func makePipeline(
+        cache: DiskCache?, memory: Bool = true,
+        loader: (any ImageDataLoading)? = nil
+    ) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
-        return ImagePipeline(configuration: .init(decodeConcurrency: 2, dataLoader: loader,
-                                                  memoryCache: memory ? MemoryCache(costLimit: 64 << 20) : nil,
-                                                  dataCache: cache, http: http))
+        return ImagePipeline(
+            configuration: .init(
+                decodeConcurrency: 2, dataLoader: loader,
+                memoryCache: memory ? MemoryCache(costLimit: 64 << 20) : nil,
+                dataCache: cache, http: http))
     }
 
     private func routeImage(_ path: String, seed: Int = 51) throws {
@@ -80,8 +85,10 @@ final class RequestOptionsTests: NetworkTestCase {
             try await pipeline.image(for: ImageRequest(url: url, options: .returnCacheDataDontLoad))
         }
         await assertThrows(kind: .notCached) {
-            try await pipeline.image(for: ImageRequest(source: .data(Data([1, 2, 3]), identifier: "bytes"),
-                                                       options: .returnCacheDataDontLoad))
+            try await pipeline.image(
+                for: ImageRequest(
+                    source: .data(Data([1, 2, 3]), identifier: "bytes"),
+                    options: .returnCacheDataDontLoad))
         }
         XCTAssertEqual(loader.calls.withLock { $0 }, 0)
         _ = try await pipeline.image(for: ImageRequest(url: url))
@@ -114,8 +121,10 @@ final class RequestOptionsTests: NetworkTestCase {
 
     func testContradictoryOptionsAreInvalidArguments() async throws {
         let pipeline = makePipeline(cache: nil)
-        for options: ImageRequest.Options in [[.returnCacheDataDontLoad, .reloadIgnoringCachedData],
-                                              [.returnCacheDataDontLoad, .disableDataCacheReads]] {
+        for options: ImageRequest.Options in [
+            [.returnCacheDataDontLoad, .reloadIgnoringCachedData],
+            [.returnCacheDataDontLoad, .disableDataCacheReads]
+        ] {
             let error = await assertThrows(kind: .invalidArgument) {
                 try await pipeline.image(for: ImageRequest(url: self.server.url("/x.jpg"), options: options))
             }

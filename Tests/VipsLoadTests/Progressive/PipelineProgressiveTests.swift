@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// Ladders of sizes or sources, delivered smallest first, never backwards.
@@ -10,7 +11,9 @@ final class PipelineProgressiveTests: XCTestCase {
         let gate = GatedLoader()
         // One decode slot: the three decodes run in ladder order, so every step arrives.
         let pipeline = ImagePipeline.testing(loader: gate, decodeConcurrency: 1)
-        let ladder = [TargetSize.maxPixelSize(64), .maxPixelSize(256), .original].map { ImageRequest(path: path, size: $0) }
+        let ladder = [TargetSize.maxPixelSize(64), .maxPixelSize(256), .original].map {
+            ImageRequest(path: path, size: $0)
+        }
 
         let steps = Task { try await collectSteps(pipeline.progressiveImages(for: ladder)) }
         await waitUntil("three sizes wait for one load") { pipeline.inFlight.decodeJobs == 3 }
@@ -30,7 +33,9 @@ final class PipelineProgressiveTests: XCTestCase {
         let path = try folder.jpeg("photo", width: 400, height: 300)
         let pipeline = ImagePipeline.testing()
         _ = try await pipeline.image(for: ImageRequest(path: path))
-        let ladder = [TargetSize.maxPixelSize(32), .maxPixelSize(128), .original].map { ImageRequest(path: path, size: $0) }
+        let ladder = [TargetSize.maxPixelSize(32), .maxPixelSize(128), .original].map {
+            ImageRequest(path: path, size: $0)
+        }
 
         let delivered = try await collectSteps(pipeline.progressiveImages(for: ladder))
         XCTAssertEqual(delivered.map(\.step), [2])
@@ -46,7 +51,9 @@ final class PipelineProgressiveTests: XCTestCase {
         let path = try folder.jpeg("photo", width: 400, height: 300)
         let pipeline = ImagePipeline.testing()
         _ = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(128)))
-        let ladder = [TargetSize.maxPixelSize(32), .maxPixelSize(128), .original].map { ImageRequest(path: path, size: $0) }
+        let ladder = [TargetSize.maxPixelSize(32), .maxPixelSize(128), .original].map {
+            ImageRequest(path: path, size: $0)
+        }
 
         let delivered = try await collectSteps(pipeline.progressiveImages(for: ladder))
         XCTAssertEqual(delivered.map(\.step), [1, 2])
@@ -82,12 +89,15 @@ final class PipelineProgressiveTests: XCTestCase {
         let missing = folder.path + "/missing.jpg"
         let pipeline = ImagePipeline.testing(decodeConcurrency: 1)
 
-        let skipped = try await collectSteps(pipeline.progressiveImages(for: [ImageRequest(path: missing), ImageRequest(path: real)]))
+        let skipped = try await collectSteps(
+            pipeline.progressiveImages(for: [ImageRequest(path: missing), ImageRequest(path: real)]))
         XCTAssertEqual(skipped.map(\.step), [1])
 
         var steps: [Int] = []
         do {
-            for try await step in pipeline.progressiveImages(for: [ImageRequest(path: real, size: .maxPixelSize(10)), ImageRequest(path: missing)]) {
+            for try await step in pipeline.progressiveImages(for: [
+                ImageRequest(path: real, size: .maxPixelSize(10)), ImageRequest(path: missing)
+            ]) {
                 steps.append(step.step)
             }
             XCTFail("the missing final step did not throw")
@@ -112,7 +122,8 @@ final class PipelineProgressiveTests: XCTestCase {
         let pipeline = ImagePipeline.testing(loader: gate)
 
         var first: ProgressiveImage?
-        for try await step in pipeline.progressiveImages(for: [ImageRequest(path: thumbnail), ImageRequest(path: full)]) {
+        for try await step in pipeline.progressiveImages(for: [ImageRequest(path: thumbnail), ImageRequest(path: full)])
+        {
             first = step
             // The thumbnail can arrive before the full image's load has even
             // started; stop only once that load is in flight, so what is
@@ -132,7 +143,9 @@ final class PipelineProgressiveTests: XCTestCase {
         let path = try folder.jpeg("photo", width: 200, height: 100)
         let gate = GatedLoader()
         let pipeline = ImagePipeline.testing(loader: gate)
-        let ladder = [TargetSize.maxPixelSize(20), .maxPixelSize(50), .original].map { ImageRequest(path: path, size: $0) }
+        let ladder = [TargetSize.maxPixelSize(20), .maxPixelSize(50), .original].map {
+            ImageRequest(path: path, size: $0)
+        }
 
         let consumer = Task { try await collectSteps(pipeline.progressiveImages(for: ladder)) }
         await waitUntil("the load waits") { gate.waiting == 1 }

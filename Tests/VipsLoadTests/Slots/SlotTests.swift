@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VipsLoad
 
 /// ImageSlot: the image view / table cell stand-in.
@@ -17,7 +18,9 @@ final class SlotTests: XCTestCase {
                 case .placeholder(let bitmap, let request):
                     log.append("placeholder \(bitmap?.width ?? 0) \(request.source.key.split(separator: "/").last!)")
                 case .image(let bitmap, let request, let fromMemoryCache):
-                    log.append("image \(bitmap.width) \(request.source.key.split(separator: "/").last!)\(fromMemoryCache ? " memory" : "")")
+                    log.append(
+                        "image \(bitmap.width) \(request.source.key.split(separator: "/").last!)\(fromMemoryCache ? " memory" : "")"
+                    )
                 case .failure(let error, let request):
                     log.append("failure \(error.kind.rawValue) \(request.source.key.split(separator: "/").last!)")
                 }
@@ -150,8 +153,12 @@ final class SlotTests: XCTestCase {
                 case .placeholder(_, let request):
                     if request != current[index] { violations.append("slot \(index): placeholder for a stale request") }
                 case .image(let bitmap, let request, let fromMemoryCache):
-                    if request != current[index] { violations.append("slot \(index): image for a request it moved on from") }
-                    if bitmap.width != widths[request.source.key] { violations.append("slot \(index): wrong image for \(request)") }
+                    if request != current[index] {
+                        violations.append("slot \(index): image for a request it moved on from")
+                    }
+                    if bitmap.width != widths[request.source.key] {
+                        violations.append("slot \(index): wrong image for \(request)")
+                    }
                     if fromMemoryCache { memoryDeliveries += 1 } else { decodedDeliveries += 1 }
                 case .failure(let error, let request):
                     violations.append("slot \(index): \(request) failed: \(error)")
@@ -182,8 +189,8 @@ final class SlotTests: XCTestCase {
             let request = ImageRequest(path: paths[(row * 7) % 200])
             table.current[index] = request
             slots[index].load(request)
-            if row >= 100, row % 3 == 2 { await Task.yield() }                      // a frame
-            if row % 100 == 99 { try await Task.sleep(for: .milliseconds(5)) }      // the finger pauses
+            if row >= 100, row % 3 == 2 { await Task.yield() } // a frame
+            if row % 100 == 99 { try await Task.sleep(for: .milliseconds(5)) } // the finger pauses
         }
         await waitUntil("every slot shows its last request's image") {
             slots.indices.allSatisfy { slots[$0].bitmap?.width == widths[table.current[$0]!.source.key] }
@@ -203,8 +210,9 @@ final class SlotTests: XCTestCase {
         XCTAssertEqual(metrics.decodesStarted, kept)
         XCTAssertEqual(metrics.decodesStarted, metrics.decodesFinished)
         XCTAssertGreaterThan(metrics.cancelled, 0, "the fling must actually abandon loads")
-        print("scrolling table: 500 requests, 200 images, 20 slots: \(metrics.decodesStarted) decodes, "
-              + "\(kept) images kept in memory, \(table.decodedDeliveries) decoded deliveries, "
-              + "\(table.memoryDeliveries) memory hits delivered, \(metrics.cancelled) loads cancelled")
+        print(
+            "scrolling table: 500 requests, 200 images, 20 slots: \(metrics.decodesStarted) decodes, "
+                + "\(kept) images kept in memory, \(table.decodedDeliveries) decoded deliveries, "
+                + "\(table.memoryDeliveries) memory hits delivered, \(metrics.cancelled) loads cancelled")
     }
 }

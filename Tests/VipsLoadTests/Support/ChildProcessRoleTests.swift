@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import XCTest
+
 @testable import VipsLoad
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The roles a `TestChildProcess` plays. Run in a normal test pass, the test is
 /// skipped: it only does something inside a child process started by another
@@ -19,7 +21,7 @@ final class ChildProcessRoleTests: XCTestCase {
         case "cache-churn": try Self.cacheChurn(directory: environment["VIPSLOAD_TEST_DIR"] ?? "")
         case "rss-thumbnail": try await Self.thumbnailOverHTTP(environment)
         case "rss-in-memory": try await Self.thumbnailFromMemory(environment)
-        case "usable-cpu-decodes": try await Self.decodesOnUsableCPUs(environment)  // UsableCPUTests.swift
+        case "usable-cpu-decodes": try await Self.decodesOnUsableCPUs(environment) // UsableCPUTests.swift
         default: XCTFail("unknown child role \(role)")
         }
     }
@@ -75,14 +77,19 @@ final class ChildProcessRoleTests: XCTestCase {
         let warmUp = try XCTUnwrap(environment["VIPSLOAD_TEST_WARMUP_URL"].flatMap(URL.init(string:)))
         let warmUpData = try await loader.loadData(for: .url(warmUp))
         // The ImageData must outlive the decode: releasing it deletes a temporary file.
-        _ = try withExtendedLifetime(warmUpData) { try ImageDecoder().decode(warmUpData.input, size: .maxPixelSize(256)) }
+        _ = try withExtendedLifetime(warmUpData) {
+            try ImageDecoder().decode(warmUpData.input, size: .maxPixelSize(256))
+        }
         let baseline = Self.memoryStatus("VmRSS")
         let data = try await loader.loadData(for: .url(url))
         let afterDownload = Self.memoryStatus("VmHWM")
-        let thumbnail = try withExtendedLifetime(data) { try ImageDecoder().decode(data.input, size: .maxPixelSize(256)) }
+        let thumbnail = try withExtendedLifetime(data) {
+            try ImageDecoder().decode(data.input, size: .maxPixelSize(256))
+        }
         let peak = Self.memoryStatus("VmHWM")
-        TestChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
-            + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
+        TestChildProcess.report(
+            "RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
+                + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
     }
 
     /// The contrast: the whole body downloaded into memory (`URLSession`'s
@@ -97,15 +104,18 @@ final class ChildProcessRoleTests: XCTestCase {
         let afterDownload = Self.memoryStatus("VmHWM")
         let thumbnail = try ImageDecoder().decode(.data(body), size: .maxPixelSize(256))
         let peak = Self.memoryStatus("VmHWM")
-        TestChildProcess.report("RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(body.count) "
-            + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
+        TestChildProcess.report(
+            "RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(body.count) "
+                + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
     }
 
     /// A `/proc/self/status` field in kB (VmRSS: now, VmHWM: peak), or -1.
     static func memoryStatus(_ field: String) -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
         for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-            return Int(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
+            return Int(
+                line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+                ?? -1
         }
         return -1
     }

@@ -1,6 +1,6 @@
 import Foundation
-import VipsLoad
 @_spi(Testing) import VipsCore
+import VipsLoad
 
 /// Test data and folders for the network and disk-cache tests.
 enum NetworkFixtures {
@@ -58,7 +58,9 @@ enum NetworkFixtures {
         var names: [String] = []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
             let inner = directory.appendingPathComponent(name)
-            if isPrivateDownloadFolder(name), let contents = try? FileManager.default.contentsOfDirectory(atPath: inner.path) {
+            if isPrivateDownloadFolder(name),
+                let contents = try? FileManager.default.contentsOfDirectory(atPath: inner.path)
+            {
                 names += contents.filter { $0 != ".lock" }.map { name + "/" + $0 }
             } else {
                 names.append(name)

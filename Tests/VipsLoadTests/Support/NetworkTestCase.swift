@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import XCTest
 import VipsLoad
+import XCTest
 
 /// A test case with a `TestHTTPServer` on 127.0.0.1 and private folders for
 /// the disk cache and uncached downloads, all removed in `tearDown`.
@@ -25,7 +25,9 @@ class NetworkTestCase: XCTestCase {
     }
 
     /// A loader downloading to this test's folder, optionally into a disk cache.
-    func makeLoader(cache: DiskCache? = nil, _ adjust: (inout HTTPDataLoader.Configuration) -> Void = { _ in }) -> HTTPDataLoader {
+    func makeLoader(
+        cache: DiskCache? = nil, _ adjust: (inout HTTPDataLoader.Configuration) -> Void = { _ in }
+    ) -> HTTPDataLoader {
         var configuration = HTTPDataLoader.Configuration(diskCache: cache, temporaryDirectory: downloadDirectory)
         adjust(&configuration)
         return HTTPDataLoader(configuration: configuration)
@@ -40,8 +42,10 @@ class NetworkTestCase: XCTestCase {
     }
 
     /// Loads `path`, expecting a `VipsError` of `kind` whose message contains `text`.
-    func assertLoadFails(_ loader: HTTPDataLoader, _ path: String, kind: VipsError.Kind, containing text: String? = nil,
-                         file: StaticString = #filePath, line: UInt = #line) async {
+    func assertLoadFails(
+        _ loader: HTTPDataLoader, _ path: String, kind: VipsError.Kind, containing text: String? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) async {
         do {
             let data = try await load(loader, path)
             XCTFail("\(path) loaded \(data.byteCount) bytes; expected \(kind)", file: file, line: line)
@@ -56,6 +60,8 @@ class NetworkTestCase: XCTestCase {
     /// Files a failed download must not leave: partial downloads and cache writes in progress.
     func leftoverFiles() -> [String] {
         NetworkFixtures.files(in: downloadDirectory)
-            + NetworkFixtures.files(in: cacheDirectory.appendingPathComponent("tmp")).filter { $0.split(separator: "/").last?.hasPrefix("w-") == true }
+            + NetworkFixtures.files(in: cacheDirectory.appendingPathComponent("tmp")).filter {
+                $0.split(separator: "/").last?.hasPrefix("w-") == true
+            }
     }
 }

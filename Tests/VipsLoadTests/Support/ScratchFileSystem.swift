@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import VipsLoad
 import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A small tmpfs the test mounts on a fresh folder: a real file system that
 /// fills up (ENOSPC) and can be switched read-only (EROFS), so the disk
@@ -23,7 +24,8 @@ final class ScratchFileSystem {
         guard mount("tmpfs", root.path, "tmpfs", 0, options) == 0 else {
             let reason = String(cString: strerror(errno))
             try? FileManager.default.removeItem(at: root)
-            throw XCTSkip("cannot mount a \(size)-byte tmpfs for the fault test (\(reason)): mounting needs CAP_SYS_ADMIN")
+            throw XCTSkip(
+                "cannot mount a \(size)-byte tmpfs for the fault test (\(reason)): mounting needs CAP_SYS_ADMIN")
         }
     }
 
@@ -33,7 +35,10 @@ final class ScratchFileSystem {
     func setReadOnly(_ readOnly: Bool) throws {
         let flags = UInt(MS_REMOUNT) | (readOnly ? UInt(MS_RDONLY) : 0)
         guard mount("tmpfs", root.path, "tmpfs", flags, options) == 0 else {
-            throw VipsError(.io, "cannot remount \(root.path) \(readOnly ? "read-only" : "read-write"): \(String(cString: strerror(errno)))")
+            throw VipsError(
+                .io,
+                "cannot remount \(root.path) \(readOnly ? "read-only" : "read-write"): \(String(cString: strerror(errno)))"
+            )
         }
     }
 

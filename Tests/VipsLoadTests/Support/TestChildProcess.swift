@@ -1,9 +1,10 @@
 import Foundation
 import VipsCore
-#if canImport(Glibc)
-import Glibc
-#endif
 import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs this test binary again as a child process that plays a role
 /// (`ChildProcessRoleTests`), and reads the lines it reports.

@@ -1,15 +1,18 @@
 import Foundation
 import TestSupport
-import XCTest
-@testable import VipsLoad
 @_spi(Testing) import VipsCore
+import XCTest
+
+@testable import VipsLoad
 
 /// `ImageTask.events` and `progress`, over the loopback server.
 final class ImageTaskEventsTests: NetworkTestCase {
     private func makePipeline(cache: DiskCache? = nil) -> ImagePipeline {
-        ImagePipeline(configuration: .init(decodeConcurrency: 2, memoryCache: MemoryCache(costLimit: 64 << 20),
-                                           dataCache: cache,
-                                           http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        ImagePipeline(
+            configuration: .init(
+                decodeConcurrency: 2, memoryCache: MemoryCache(costLimit: 64 << 20),
+                dataCache: cache,
+                http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
     }
 
     /// A JPEG of a few hundred KiB, so its body arrives in many reads.
@@ -19,8 +22,10 @@ final class ImageTaskEventsTests: NetworkTestCase {
 
     /// Checks a download's event list: rising progress ending at the body's
     /// size with `total`, then `finished` with a bitmap.
-    private func assertDownloadEvents(_ events: [ImageTask.Event], size: Int, total: Int?,
-                                      file: StaticString = #filePath, line: UInt = #line) {
+    private func assertDownloadEvents(
+        _ events: [ImageTask.Event], size: Int, total: Int?,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         var progress: [(Int, Int?)] = []
         for event in events.dropLast() {
             guard case .progress(let completed, let declared) = event else {
@@ -29,7 +34,8 @@ final class ImageTaskEventsTests: NetworkTestCase {
             progress.append((completed, declared))
         }
         XCTAssertFalse(progress.isEmpty, "no progress", file: file, line: line)
-        XCTAssertEqual(progress.map(\.0), progress.map(\.0).sorted(), "progress never goes back", file: file, line: line)
+        XCTAssertEqual(
+            progress.map(\.0), progress.map(\.0).sorted(), "progress never goes back", file: file, line: line)
         XCTAssertEqual(progress.last?.0, size, file: file, line: line)
         XCTAssertTrue(progress.allSatisfy { $0.1 == total }, "\(progress)", file: file, line: line)
         guard case .finished(.success(let bitmap))? = events.last else {
@@ -43,8 +49,9 @@ final class ImageTaskEventsTests: NetworkTestCase {
         let gate = ServerGate()
         server.route("/large.jpg") { _ in
             gate.pass()
-            return TestHTTPServer.Response(status: 200, headers: [("Content-Type", "image/jpeg")], body: .data(jpeg),
-                                           chunkSize: 8192)
+            return TestHTTPServer.Response(
+                status: 200, headers: [("Content-Type", "image/jpeg")], body: .data(jpeg),
+                chunkSize: 8192)
         }
         let pipeline = makePipeline()
         let first = pipeline.imageTask(with: ImageRequest(url: server.url("/large.jpg"), size: .maxPixelSize(100)))
@@ -77,7 +84,8 @@ final class ImageTaskEventsTests: NetworkTestCase {
             offset = end
         }
         body.append(Data("0\r\n\r\n".utf8))
-        let head = "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
         let gate = ServerGate()
         let encoded = body
         server.route("/chunked.jpg") { _ in
