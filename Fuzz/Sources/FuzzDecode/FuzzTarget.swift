@@ -2,7 +2,7 @@ import CLibFuzzer
 import Foundation
 
 // @testable: VipsCore's hand-written parsers (ProgressiveJPEGFilter, JPEGHeader, EXIFOrientation,
-// ICCProfile) are internal (debug builds enable testing).
+// ICCProfile) and the direct codecs are internal (debug builds enable testing).
 @testable import VipsCore
 
 // libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,
@@ -19,6 +19,8 @@ import Foundation
 // - anything accepted was sniffed as an allowed format, read by that format's loader, and respects the limits;
 // - a bitmap is 8-bit RGB/RGBA, its byte count matches its size, and it fits the box asked for;
 // - nothing decodes whose header probe failed (the probe is the one gate for limits);
+// - `info` reads the header `decode` reads (a direct codec's where it takes the image): the
+//   decode's bitmap names that header, and libvips, where it reads the header too, agrees;
 // - every libvips object made for an input is released when the call returns, success
 //   or failure (libvips keeps them in a global table, so LeakSanitizer cannot see these).
 
@@ -29,6 +31,12 @@ private let limits = DecodeLimits(maxPixelCount: 4_000_000, maxDimension: 8_192,
 private let lenient = ImageDecoder(options: DecodeOptions(limits: limits))
 private let strict = ImageDecoder(options: DecodeOptions(limits: limits, strict: true))
 private let quality = ImageDecoder(options: DecodeOptions(limits: limits, shrinkOnLoad: .quality))
+/// The lenient decoder with every input sent through libvips: the reference the direct codecs' headers must match.
+private let libvipsOnly = {
+    var decoder = lenient
+    decoder.usesDirectPaths = false
+    return decoder
+}()
 /// Every format VipsCore can sniff, including those libvips reads with loaders marked untrusted:
 /// with libvips' untrusted loaders blocked (the default), those must still fail cleanly.
 private let everything = ImageDecoder(
@@ -86,17 +94,21 @@ private func parseHeaders(_ data: Data) {
                 guard profile.count <= raw.count else { violated("ICC profile longer than the file") }
                 _ = profile.withUnsafeBytes { ICCProfile($0) }
             }
-            _ = lenient.jpegRoute(header, allowUpscale: false)
+            _ = JPEGCodec().route(JPEGCodec.Header(bytes: raw, markers: header), options: lenient.options)
         }
-        // The direct WebP path's container reading (libwebp's demuxer, the EXIF and ICC chunks) and route.
-        if let header = ImageDecoder.webpHeader(raw) {
-            guard (1...8).contains(header.orientation), header.width >= 0, header.height >= 0 else {
+        // The direct WebP codec's container reading (libwebp's demuxer, the EXIF and ICC chunks) and routes.
+        if let chunks = WebPHeader(raw) {
+            guard (1...8).contains(chunks.orientation), chunks.width >= 0, chunks.height >= 0 else {
                 violated(
-                    "WebP header reader returned \(header.width)×\(header.height), orientation \(header.orientation)")
+                    "WebP header reader returned \(chunks.width)×\(chunks.height), orientation \(chunks.orientation)")
             }
-            if ImageDecoder.webpIsTruncated(raw) { violated("the demuxer accepted a truncated WebP") }
-            for box in [(64, 64), (1, 1), (4096, 3)] {
-                _ = lenient.webpRoute(header, box: (width: box.0, height: box.1), allowUpscale: false)
+            if WebPHeader.isTruncated(raw) { violated("the demuxer accepted a truncated WebP") }
+            let header = WebPCodec.Header(bytes: raw, chunks: chunks)
+            if WebPCodec().route(header, options: lenient.options) == .direct {
+                for size in [TargetSize.maxPixelSize(64), .maxPixelSize(1), .fit(width: 4096, height: 3)] {
+                    let request = DecodeRequest(size: size, scale: 1, allowUpscale: false)
+                    _ = WebPCodec().route(header, for: request, options: lenient.options)
+                }
             }
         }
         if let orientation = EXIFOrientation.read(raw), !(1...8).contains(orientation) {
@@ -114,19 +126,19 @@ private func parseHeaders(_ data: Data) {
 /// and full size. A direct bitmap must be well-formed and, where libvips also decodes the
 /// input, of the same size; a strict failure must be truncation, corruption or a limit.
 private func directPNG(_ data: Data) {
-    guard data.starts(with: [0x89, 0x50, 0x4E, 0x47]) else { return }
+    // (Through `decodeDirectly`, which admits the input first: the whole PNG signature.)
+    guard ImageFormat.sniff(data) == .png else { return }
     for bytes in [data, fixingPNGCRCs(data)] {
         let input = ImageInput.data(bytes)
-        _ = lenient.pngRoute(input)
+        _ = try? lenient.route(input, size: .maxPixelSize(64))
         for (decoder, name) in [(lenient, "lenient"), (strict, "strict")] {
-            for box in [(64, 64), (4096, 4096)] {
+            for side in [64, 4096] {
                 do {
-                    guard let bitmap = try decoder.decodePNGDirectly(input, box: box, scale: 1, allowUpscale: false)
-                    else { continue }
-                    check(bitmap, fits: box.0, "direct PNG \(name) \(box.0)")
+                    guard let bitmap = try decoder.decodeDirectly(input, size: .maxPixelSize(side)) else { continue }
+                    check(bitmap, fits: side, "direct PNG \(name) \(side)")
                     var reference = decoder
                     reference.usesDirectPaths = false
-                    if let other = try? reference.decode(input, size: .maxPixelSize(box.0)),
+                    if let other = try? reference.decode(input, size: .maxPixelSize(side)),
                         [other.width, other.height, other.channels] != [bitmap.width, bitmap.height, bitmap.channels]
                     {
                         violated(
@@ -213,8 +225,18 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
         violated("probe returned \(info)")
     }
 
-    // Thumbnail: shrink-on-load as far as possible, then reduce.
-    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(64)) { check(bitmap, fits: 64, "lenient 64") }
+    // A direct codec's header is the one libvips reads, wherever libvips reads it too.
+    if [.jpeg, .png, .webp].contains(sniffed), let other = try? libvipsOnly.info(input), other != info {
+        violated("info gave \(info), libvips reads \(other)")
+    }
+
+    // Thumbnail: shrink-on-load as far as possible, then reduce; the bitmap names the header `info` read.
+    if let bitmap = try? lenient.decode(input, size: .maxPixelSize(64)) {
+        check(bitmap, fits: 64, "lenient 64")
+        if bitmap.source?.info != info {
+            violated("decode named \(String(describing: bitmap.source?.info)), info \(info)")
+        }
+    }
     // Strict: stops at the first libvips warning about the data.
     if let bitmap = try? strict.decode(input, size: .maxPixelSize(64)) { check(bitmap, fits: 64, "strict 64") }
     // 1/8 of the image: the JPEG shrink-8 path, and for progressive JPEGs the DC-only stream.

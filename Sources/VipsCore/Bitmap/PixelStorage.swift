@@ -24,6 +24,18 @@ final class PixelStorage: @unchecked Sendable {
         self.init(adopting: block, count: bytes.count)
     }
 
+    /// A new block for `width`×`height` pixels of `channels` bytes each: the one
+    /// allocator of every decode path's pixels. `.tooLarge` when the size is
+    /// empty or overflows, or the memory is not there (`g_try_malloc`, never an abort).
+    static func allocate(width: Int, height: Int, channels: Int, label: String) throws(VipsError) -> PixelStorage {
+        let (rowBytes, rowOverflow) = width.multipliedReportingOverflow(by: channels)
+        let (size, overflow) = rowBytes.multipliedReportingOverflow(by: height)
+        guard width > 0, height > 0, channels > 0, !rowOverflow, !overflow, let block = g_try_malloc(gsize(size)) else {
+            throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(channels) pixels")
+        }
+        return PixelStorage(adopting: block, count: size)
+    }
+
     deinit {
         g_free(pointer)
     }

@@ -65,6 +65,18 @@ enum CubicReducer {
         return taps
     }
 
+    /// An RGB `bitmap` reduced to `width`×`height` (each no larger) in new pixel memory.
+    static func reduced(_ bitmap: Bitmap, width: Int, height: Int, label: String) throws(VipsError) -> Bitmap {
+        let output = try PixelStorage.allocate(width: width, height: height, channels: 3, label: label)
+        withExtendedLifetime(bitmap) {
+            reduce(
+                bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self), width: bitmap.width,
+                height: bitmap.height, into: output.pointer.assumingMemoryBound(to: UInt8.self), outWidth: width,
+                outHeight: height)
+        }
+        return Bitmap(width: width, height: height, channels: 3, scale: bitmap.scale, storage: output)
+    }
+
     /// Reduces `width`×`height` RGB pixels to `outWidth`×`outHeight` (each no larger) into `output`.
     ///
     /// The sums are done in `Float` with the fixed-point weights (each a

@@ -53,3 +53,20 @@ public struct DecodeOptions: Sendable, Hashable {
         }
     }
 }
+
+extension DecodeOptions {
+    /// How far a loader may shrink this image while decoding it into `box`:
+    /// `raster` keeps the mode's margin (for JPEG's DCT scaling and WebP's
+    /// scaled decode), `vector` renders straight at the output size.
+    ///
+    /// The image is fitted inside the box, so the side that needs the larger
+    /// shrink decides. Both are capped so the short side keeps at least a
+    /// pixel: for a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0
+    /// and aborts the process (a failed assertion, not an error), and WebP's
+    /// scaled decode refuses "bad image dimensions". The resize does the rest.
+    func loaderShrink(_ info: ImageInfo, box: (width: Int, height: Int)) -> (raster: Double, vector: Double) {
+        let factor = max(Double(info.width) / Double(box.width), Double(info.height) / Double(box.height))
+        let cap = Double(max(1, min(info.width, info.height))) * 0.99
+        return (min(factor / shrinkOnLoad.margin, cap), min(factor, cap))
+    }
+}

@@ -9,10 +9,9 @@ import Foundation
 public struct ImageDecoder: Sendable {
     /// The options every call uses.
     public var options: DecodeOptions
-    /// Whether JPEGs and WebPs the direct libjpeg-turbo and libwebp paths can
-    /// decode exactly take them (see `decodeJPEGDirectly`, `decodeWebPDirectly`);
-    /// false sends everything through libvips, for
-    /// tests and comparisons.
+    /// Whether images a direct codec decodes exactly take it (see
+    /// `CodecRegistry`); false sends everything through libvips, for tests
+    /// and comparisons.
     var usesDirectPaths = true
     /// What a caller already knows of one file input (its size and first
     /// bytes, as a loader or cache read them), so admitting it needs neither
@@ -27,11 +26,11 @@ public struct ImageDecoder: Sendable {
     // MARK: - Probe
 
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
+    ///
+    /// The header is read as `decode` reads it: by the format's direct codec
+    /// when that codec decodes the image, else by libvips, so the two agree.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
-        let loader = try libvipsLoader(for: try admit(input), label: input.label)
-        let info = try input.withSource { source throws(VipsError) in
-            try probe(source, loader: loader, label: input.label).info
-        }
+        let info = try withImage(input) { $0.info }
         VipsRuntime.discardErrorMessages()
         return info
     }
@@ -50,42 +49,39 @@ public struct ImageDecoder: Sendable {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        // The direct paths need no libvips: it is started (once per process) only for what they decline.
-        let format = try admit(input)
-        if format == .jpeg, usesDirectPaths,
-            let bitmap = try decodeJPEGDirectly(
-                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
-        {
-            return bitmap
+        return try withImage(input) { image throws(VipsError) in
+            try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)
         }
-        if format == .webp, usesDirectPaths,
-            let bitmap = try decodeWebPDirectly(
-                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
-        {
-            return bitmap
-        }
-        if format == .png, usesDirectPaths,
-            let bitmap = try decodePNGDirectly(
-                input, box: size.pixelBox(scale: scale), scale: scale, allowUpscale: allowUpscale)
-        {
-            return bitmap
-        }
-        let loader = try libvipsLoader(for: format, label: input.label)
-        return try input.withSource { source throws(VipsError) in
-            let label = input.label
-            let header = try probe(source, loader: loader, label: label)
-            // The probed header is the source's: a caller needing it reads `bitmap.source`.
-            let origin = BitmapSource(info: header.info, decodedLeniently: false)
+    }
+
+    /// Decodes an opened image: on its direct codec when that codec takes the
+    /// request, else with libvips. The bitmap's `source` records the opened
+    /// header (the direct codec's, even when libvips decodes the pixels).
+    func decode(
+        _ image: OpenedImage, input: ImageInput, size: TargetSize, scale: Double, allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap {
+        let origin = BitmapSource(info: image.info, decodedLeniently: false)
+        switch image {
+        case .direct(let direct):
+            // The direct codecs need no libvips: it is started (once per process) only for what they decline.
+            let request = DecodeRequest(size: size, scale: scale, allowUpscale: allowUpscale)
+            if let bitmap = try decodeDirectly(direct, request) { return bitmap.withSource(origin) }
+            return try withLibvipsHeader(input, format: direct.info.format) { header, source throws(VipsError) in
+                try decode(
+                    source, input: input, header: header, size: size, scale: scale, allowUpscale: allowUpscale,
+                    label: input.label)
+            }.withSource(origin)
+        case .libvips(let header, let source):
             return try decode(
-                source, input: input, header: header, size: size, scale: scale,
-                allowUpscale: allowUpscale, label: label
+                source, input: input, header: header, size: size, scale: scale, allowUpscale: allowUpscale,
+                label: input.label
             ).withSource(origin)
         }
     }
 
     /// The libvips path of `decode`, from the probed header.
     private func decode(
-        _ source: UnsafeMutablePointer<VipsSource>, input: ImageInput, header: Header, size: TargetSize,
+        _ source: UnsafeMutablePointer<VipsSource>, input: ImageInput, header: LibvipsHeader, size: TargetSize,
         scale: Double, allowUpscale: Bool, label: String
     ) throws(VipsError) -> Bitmap {
         guard let box = size.pixelBox(scale: scale) else {
@@ -155,13 +151,12 @@ public struct ImageDecoder: Sendable {
         guard options.shrinkOnLoad == .fast, !allowUpscale,
             Int(vips_image_get_page_height(image.pointer)) == image.height
         else { return image }
-        let swap = (image.int("orientation") ?? 1) >= 5
-        let (boxWidth, boxHeight) = swap ? (height, width) : (width, height)
-        let shrink = max(Double(image.width) / Double(boxWidth), Double(image.height) / Double(boxHeight))
-        guard shrink > 1 else { return image }
-        // vips_thumbnail's rounding: VIPS_ROUND_UINT(size * (1 / shrink)).
-        let outWidth = max(1, Int(Double(image.width) * (1 / shrink) + 0.5))
-        let outHeight = max(1, Int(Double(image.height) * (1 / shrink) + 0.5))
+        guard
+            let output = ThumbnailSize.fitting(
+                width: image.width, height: image.height, into: (width, height),
+                swapped: (image.int("orientation") ?? 1) >= 5)
+        else { return image }
+        let (outWidth, outHeight) = output
         let step = "\(label): resize"
         func bicubic(_ input: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
             try input.apply(decodeErrorKind, step) {
@@ -211,7 +206,7 @@ public struct ImageDecoder: Sendable {
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
     /// bytes, before any decoder runs (and without libvips); returns their format.
-    private func admit(_ input: ImageInput) throws(VipsError) -> ImageFormat {
+    func admit(_ input: ImageInput) throws(VipsError) -> ImageFormat {
         let (size, prefix): (Int, [UInt8])
         if case .file(let path) = input, let known = knownFile, known.path == path, !known.prefix.isEmpty {
             (size, prefix) = (known.byteCount, known.prefix)
@@ -231,7 +226,7 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Starts libvips and returns the one loader allowed to read `format`.
-    private func libvipsLoader(for format: ImageFormat, label: String) throws(VipsError) -> String {
+    func libvipsLoader(for format: ImageFormat, label: String) throws(VipsError) -> String {
         try VipsRuntime.start()
         guard let loader = format.libvipsLoader, Self.hasLoader(loader) else {
             throw VipsError(.unsupportedFormat, "\(label): this libvips has no loader for \(format) images")
@@ -250,28 +245,18 @@ public struct ImageDecoder: Sendable {
 
     private static let knownLoaders = LockedState<[String: Bool]>([:])
 
-    private struct Header {
-        let image: VipsImageHandle
-        let info: ImageInfo
-        let loader: String
-    }
-
     /// Opens the header (no pixels yet) with `loader` and checks the limits.
-    private func probe(
+    func probe(
         _ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String
-    ) throws(VipsError) -> Header {
+    ) throws(VipsError) -> LibvipsHeader {
         let image = try Self.load(label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
-        let orientation = min(8, max(1, image.int("orientation") ?? 1))
-        let swap = orientation >= 5
-        let pages = max(1, image.int("n-pages") ?? 1)
-        let pageHeight = Int(vips_image_get_page_height(image.pointer))
         let info = ImageInfo(
-            width: swap ? pageHeight : image.width, height: swap ? image.width : pageHeight,
+            storedWidth: image.width, height: Int(vips_image_get_page_height(image.pointer)),
             format: Self.format(loader: loader, image: image), bands: image.bands, hasAlpha: image.hasAlpha,
-            orientation: orientation, pages: pages)
+            orientation: min(8, max(1, image.int("orientation") ?? 1)), pages: max(1, image.int("n-pages") ?? 1))
         try options.limits.check(info, label: label)
-        return Header(image: image, info: info, loader: loader)
+        return LibvipsHeader(image: image, info: info, loader: loader)
     }
 
     /// The format as the loader reports it; libvips reads AVIF and HEIC with
@@ -284,10 +269,10 @@ public struct ImageDecoder: Sendable {
 
     /// Reopens the source with the loader's own shrink when that helps; nil when it does not.
     private func shrinkOnLoad(
-        _ source: UnsafeMutablePointer<VipsSource>, header: Header,
+        _ source: UnsafeMutablePointer<VipsSource>, header: LibvipsHeader,
         box: (width: Int, height: Int), label: String
     ) throws(VipsError) -> VipsImageHandle? {
-        let (allowed, vector) = loaderShrink(header.info, box: box)
+        let (allowed, vector) = options.loaderShrink(header.info, box: box)
         switch header.info.format {
         case .jpeg:
             guard let shrink = Self.jpegShrink(allowed: allowed) else { return nil }
@@ -315,21 +300,6 @@ public struct ImageDecoder: Sendable {
         }
     }
 
-    /// How far a loader may shrink this image while decoding it into `box`:
-    /// `raster` keeps the mode's margin (for JPEG's DCT scaling and WebP's
-    /// scaled decode), `vector` renders straight at the output size.
-    ///
-    /// The image is fitted inside the box, so the side that needs the larger
-    /// shrink decides. Both are capped so the short side keeps at least a
-    /// pixel: for a 2×48 JPEG at 1/4, libvips 8.14 rounds the width down to 0
-    /// and aborts the process (a failed assertion, not an error), and WebP's
-    /// scaled decode refuses "bad image dimensions". The resize does the rest.
-    func loaderShrink(_ info: ImageInfo, box: (width: Int, height: Int)) -> (raster: Double, vector: Double) {
-        let factor = max(Double(info.width) / Double(box.width), Double(info.height) / Double(box.height))
-        let cap = Double(max(1, min(info.width, info.height))) * 0.99
-        return (min(factor / options.shrinkOnLoad.margin, cap), min(factor, cap))
-    }
-
     /// The largest JPEG shrink-on-load factor (8, 4, 2) within `allowed`, or nil.
     static func jpegShrink(allowed: Double) -> Int? {
         [8, 4, 2].first(where: { Double($0) <= allowed })
@@ -338,11 +308,13 @@ public struct ImageDecoder: Sendable {
     /// The DC-only bytes of a progressive JPEG that will be decoded at 1/8
     /// (see `ProgressiveJPEGFilter`), or nil when that does not apply: quality
     /// mode, strict mode (every scan must be checked), baseline files, smaller shrinks.
-    private func progressiveDCOnly(_ input: ImageInput, header: Header, box: (width: Int, height: Int)) -> Data? {
+    private func progressiveDCOnly(
+        _ input: ImageInput, header: LibvipsHeader, box: (width: Int, height: Int)
+    ) -> Data? {
         guard options.shrinkOnLoad == .fast, !options.strict, header.info.format == .jpeg,
             header.image.int("jpeg-multiscan") == 1
         else { return nil }
-        guard Self.jpegShrink(allowed: loaderShrink(header.info, box: box).raster) == 8 else { return nil }
+        guard Self.jpegShrink(allowed: options.loaderShrink(header.info, box: box).raster) == 8 else { return nil }
         switch input {
         case .data(let data):
             return data.withUnsafeBytes { ProgressiveJPEGFilter.dcOnly($0) }
@@ -469,14 +441,13 @@ public struct ImageDecoder: Sendable {
     /// that hand-off only added futex wake-ups and context switches per image.
     /// Strips keep memory bounded as the sink does: a loader is asked for a
     /// band of rows at a time, never the whole image.
-    static func materialise(_ image: VipsImageHandle, scale: Double, label: String) throws(VipsError) -> Bitmap {
+    static func materialise(
+        _ image: VipsImageHandle, scale: Double, label: String
+    ) throws(VipsError) -> Bitmap {
         let (width, height, bands) = (image.width, image.height, image.bands)
         let rowBytes = width * bands
-        let (size, overflow) = rowBytes.multipliedReportingOverflow(by: height)
-        guard width > 0, height > 0, !overflow, let block = g_try_malloc(gsize(size)) else {
-            throw VipsError(.tooLarge, "\(label): cannot allocate \(width)×\(height)×\(bands) pixels")
-        }
-        let storage = PixelStorage(adopting: block, count: size)
+        let storage = try PixelStorage.allocate(width: width, height: height, channels: bands, label: label)
+        let block = storage.pointer
         guard let region = vips_region_new(image.pointer) else {
             throw VipsError(.internal, "\(label): \(VipsRuntime.takeErrorMessage(default: "cannot make a region"))")
         }

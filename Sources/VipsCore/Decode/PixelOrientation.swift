@@ -29,4 +29,22 @@ enum PixelOrientation {
             }
         }
     }
+
+    /// `bitmap` turned upright by EXIF `orientation` into new pixel memory
+    /// (sides swapped for 5–8); the bitmap itself for orientation 1.
+    static func upright(_ bitmap: Bitmap, orientation: Int, label: String) throws(VipsError) -> Bitmap {
+        guard orientation != 1 else { return bitmap }
+        let upright = try PixelStorage.allocate(
+            width: bitmap.width, height: bitmap.height, channels: bitmap.channels, label: label)
+        withExtendedLifetime(bitmap) {
+            orient(
+                bitmap.storage.pointer.assumingMemoryBound(to: UInt8.self), width: bitmap.width, height: bitmap.height,
+                channels: bitmap.channels, orientation: orientation,
+                into: upright.pointer.assumingMemoryBound(to: UInt8.self))
+        }
+        let swap = orientation >= 5 && orientation <= 8
+        return Bitmap(
+            width: swap ? bitmap.height : bitmap.width, height: swap ? bitmap.width : bitmap.height,
+            channels: bitmap.channels, scale: bitmap.scale, storage: upright)
+    }
 }

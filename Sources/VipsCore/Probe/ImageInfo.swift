@@ -30,3 +30,17 @@ public struct ImageInfo: Sendable, Hashable, Codable {
     /// Pixels of one page, as stored.
     public var pixelCount: Int { width.multipliedReportingOverflow(by: height).partialValue }
 }
+
+extension ImageInfo {
+    /// The header of an image whose page is stored `width`×`height`, as
+    /// reported: upright, so the sides swap for EXIF orientations 5–8.
+    init(
+        storedWidth width: Int, height: Int, format: ImageFormat, bands: Int, hasAlpha: Bool, orientation: Int,
+        pages: Int = 1
+    ) {
+        let swap = orientation >= 5
+        self.init(
+            width: swap ? height : width, height: swap ? width : height, format: format, bands: bands,
+            hasAlpha: hasAlpha, orientation: orientation, pages: pages)
+    }
+}

@@ -17,14 +17,29 @@ extension ImageDecoder {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
-        let header = try info(input)
-        let label = input.label
-        guard header.pages > 1, header.format == .gif || header.format == .webp,
-            let loader = header.format.libvipsLoader
-        else {
-            let still = try decode(input, size: size, mode: .fit, scale: scale)
-            return try AnimatedBitmap(frames: [still], delays: [0])
+        // The header is read once: a still image decodes from it as `decode` would, lenient flag included.
+        _ = VipsRuntime.takeLastWarning()
+        let result = try withImage(input) { image throws(VipsError) -> AnimatedBitmap in
+            guard case .libvips(_, let source) = image, image.info.pages > 1,
+                image.info.format == .gif || image.info.format == .webp,
+                let loader = image.info.format.libvipsLoader
+            else {
+                let still = try decodeNotingDamage(
+                    image, input: input, size: size, mode: .fit, scale: scale, allowUpscale: false)
+                return try AnimatedBitmap(frames: [still], delays: [0])
+            }
+            return try decodeFrames(
+                source, loader: loader, header: image.info, label: input.label, size: size, scale: scale)
         }
+        VipsRuntime.discardErrorMessages()
+        return result
+    }
+
+    /// Every page of an animation whose header `header` was probed from `source`, each fitted into `size`.
+    private func decodeFrames(
+        _ source: UnsafeMutablePointer<VipsSource>, loader: String, header: ImageInfo, label: String,
+        size: TargetSize, scale: Double
+    ) throws(VipsError) -> AnimatedBitmap {
         let (total, overflow) = header.width.multipliedReportingOverflow(by: header.height)
         let (all, overflowAll) = total.multipliedReportingOverflow(by: header.pages)
         guard !overflow, !overflowAll, all <= options.limits.maxPixelCount else {
@@ -37,37 +52,34 @@ extension ImageDecoder {
             size.pixelBox(scale: scale).map { (min($0.width, header.width), min($0.height, header.height)) }
             ?? (header.width, header.height)
         let failOn = options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE
-        let result = try input.withSource { source throws(VipsError) -> AnimatedBitmap in
-            let image = try Self.load(label) { vl_load_named_all_pages(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
-            let delays = image.intArray("delay")
-            let loop = max(0, image.int("loop") ?? 0)
-            // vips_thumbnail sizes each page (page-height) into the box: every frame gets the same size.
-            let sized = try image.apply(.corruptData, "\(label): resize") {
-                vl_thumbnail_image($0, $1, Int32(box.0), Int32(box.1), VIPS_SIZE_DOWN, 1)
-            }
-            let pageHeight = Int(vips_image_get_page_height(sized.pointer))
-            let tall = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
-            let count = pageHeight > 0 ? tall.height / pageHeight : 0
-            guard count == header.pages, count * pageHeight == tall.height else {
-                throw VipsError(
-                    .corruptData,
-                    "\(label): frames came out \(tall.height) rows high, not \(header.pages) × \(pageHeight)")
-            }
-            let frameBytes = tall.bytesPerRow * pageHeight
-            var frames: [Bitmap] = []
-            for index in 0..<count {
-                let frame = try tall.withUnsafeBytes { bytes throws(VipsError) -> Bitmap in
-                    try Bitmap(
-                        width: tall.width, height: pageHeight, channels: tall.channels, scale: scale,
-                        pixels: UnsafeRawBufferPointer(rebasing: bytes[index * frameBytes..<(index + 1) * frameBytes]))
-                }
-                frames.append(frame.withSource(BitmapSource(info: header, decodedLeniently: false)))
-            }
-            let timing = (0..<count).map { $0 < delays.count ? max(0, delays[$0]) : 100 }
-            return try AnimatedBitmap(frames: frames, delays: timing, loopCount: loop)
+        // The probed source is read again, all pages this time.
+        let image = try Self.load(label) { vl_load_named_all_pages(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+        let delays = image.intArray("delay")
+        let loop = max(0, image.int("loop") ?? 0)
+        // vips_thumbnail sizes each page (page-height) into the box: every frame gets the same size.
+        let sized = try image.apply(.corruptData, "\(label): resize") {
+            vl_thumbnail_image($0, $1, Int32(box.0), Int32(box.1), VIPS_SIZE_DOWN, 1)
         }
-        VipsRuntime.discardErrorMessages()
-        return result
+        let pageHeight = Int(vips_image_get_page_height(sized.pointer))
+        let tall = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
+        let count = pageHeight > 0 ? tall.height / pageHeight : 0
+        guard count == header.pages, count * pageHeight == tall.height else {
+            throw VipsError(
+                .corruptData,
+                "\(label): frames came out \(tall.height) rows high, not \(header.pages) × \(pageHeight)")
+        }
+        let frameBytes = tall.bytesPerRow * pageHeight
+        var frames: [Bitmap] = []
+        for index in 0..<count {
+            let frame = try tall.withUnsafeBytes { bytes throws(VipsError) -> Bitmap in
+                try Bitmap(
+                    width: tall.width, height: pageHeight, channels: tall.channels, scale: scale,
+                    pixels: UnsafeRawBufferPointer(rebasing: bytes[index * frameBytes..<(index + 1) * frameBytes]))
+            }
+            frames.append(frame.withSource(BitmapSource(info: header, decodedLeniently: false)))
+        }
+        let timing = (0..<count).map { $0 < delays.count ? max(0, delays[$0]) : 100 }
+        return try AnimatedBitmap(frames: frames, delays: timing, loopCount: loop)
     }
 }
 
@@ -76,17 +88,15 @@ extension ImageDecoder {
     /// animated GIF or WebP, from its header (no pixels decoded); nil for
     /// other formats and still images.
     public func animationTiming(_ input: ImageInput) throws(VipsError) -> (delays: [Int], loopCount: Int)? {
-        let header = try info(input)
-        guard header.pages > 1, header.format == .gif || header.format == .webp,
-            let loader = header.format.libvipsLoader
-        else { return nil }
-        let timing = try input.withSource { source throws(VipsError) -> (delays: [Int], loopCount: Int) in
-            let image = try Self.load(input.label) {
-                vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
-            }
-            let delays = image.intArray("delay")
+        // The loaders put the delays and the loop count in the header: the probe that read it has them.
+        let timing = try withImage(input) { image -> (delays: [Int], loopCount: Int)? in
+            guard case .libvips(let header, _) = image, header.info.pages > 1,
+                header.info.format == .gif || header.info.format == .webp
+            else { return nil }
+            let delays = header.image.intArray("delay")
             return (
-                (0..<header.pages).map { $0 < delays.count ? max(0, delays[$0]) : 100 }, max(0, image.int("loop") ?? 0)
+                (0..<header.info.pages).map { $0 < delays.count ? max(0, delays[$0]) : 100 },
+                max(0, header.image.int("loop") ?? 0)
             )
         }
         VipsRuntime.discardErrorMessages()

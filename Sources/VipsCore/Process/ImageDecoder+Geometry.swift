@@ -4,19 +4,19 @@ extension ImageDecoder {
     /// Decodes `input` to an upright 8-bit sRGB bitmap brought to `size` by
     /// `mode` (see `ResizeMode`). Sizes are points × `scale` = pixels.
     ///
-    /// The header is read first (so the bitmap's `source` records the
+    /// The header is read once, first (so the bitmap's `source` records the
     /// original size, format, orientation and pages, and whether the data was
-    /// damaged). `.fit` is then `decode(_:size:scale:allowUpscale:)`; the other
-    /// modes decode through the same shrink-on-load
-    /// path with a one-sided target (`.width` or `.height`) that makes the
-    /// image just cover the box — the largest shrink the output allows — and
-    /// finish on the decoded pixels: a crop (at a compass gravity, or by
-    /// `vips_smartcrop` for `.attention`/`.entropy`), a pad, or an independent
-    /// scale per side. Without `allowUpscale` no side grows beyond the image's:
-    /// `fill` and `stretch` give at most the image's own size per side, and
-    /// `contain` pads a small image to the box without enlarging it.
-    /// `keepingMetadata` also reads the source's EXIF block (and notes its
-    /// profile) into `source.metadata`, for an encoder that keeps metadata.
+    /// damaged), by the reader `info` uses. `.fit` is then
+    /// `decode(_:size:scale:allowUpscale:)`; the other modes decode through
+    /// the same shrink-on-load path with a one-sided target (`.width` or
+    /// `.height`) that makes the image just cover the box — the largest
+    /// shrink the output allows — and finish on the decoded pixels: a crop (at
+    /// a compass gravity, or by `vips_smartcrop` for `.attention`/`.entropy`),
+    /// a pad, or an independent scale per side. Without `allowUpscale` no side
+    /// grows beyond the image's: `fill` and `stretch` give at most the image's
+    /// own size per side, and `contain` pads a small image to the box without
+    /// enlarging it. `keepingMetadata` also reads the source's EXIF block (and
+    /// notes its profile) into `source.metadata`, for an encoder that keeps metadata.
     ///
     /// - Throws: `.invalidArgument` for a zero or negative size, a bad scale,
     ///   or a mode that needs a box given a one-sided size; otherwise the decode's errors.
@@ -24,75 +24,68 @@ extension ImageDecoder {
         _ input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double = 1,
         allowUpscale: Bool = false, keepingMetadata: Bool = false
     ) throws(VipsError) -> Bitmap {
-        // libvips is started by whichever step needs it (not the direct JPEG path).
+        // libvips is started by whichever step needs it (not a direct codec).
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
         try mode.validate(for: size)
-        // Fill and stretch need the header first (to choose the covering
-        // side); fit and contain read it from the decode itself, so the file's
-        // header is parsed once.
-        let needsHeaderFirst: Bool
-        switch mode {
-        case .fill, .stretch: needsHeaderFirst = size.pixelBox(scale: scale) != nil
-        case .fit, .contain: needsHeaderFirst = false
-        }
-        let probed = needsHeaderFirst ? try info(input) : nil
-        // Only this decode's own warnings tell whether it was lenient.
+        // Only this decode's own warnings (its header's included) tell whether it was lenient.
         _ = VipsRuntime.takeLastWarning()
-        let bitmap = try decode(input, header: probed, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale)
-        let header: ImageInfo
-        if let known = probed ?? bitmap.source?.info {
-            header = known
-        } else {
-            header = try info(input)
+        let bitmap = try withImage(input) { image throws(VipsError) in
+            try decodeNotingDamage(
+                image, input: input, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale)
         }
+        guard keepingMetadata, let source = bitmap.source else { return bitmap }
+        return bitmap.withSource(
+            BitmapSource(info: source.info, decodedLeniently: source.decodedLeniently, metadata: try metadata(input)))
+    }
+
+    /// `mode`'s decode of an opened image, with its `source` noted: the opened
+    /// header, and whether the data was damaged, from this thread's warnings
+    /// since the caller reset them (before the header was read).
+    func decodeNotingDamage(
+        _ image: OpenedImage, input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double,
+        allowUpscale: Bool
+    ) throws(VipsError) -> Bitmap {
+        let bitmap = try decode(image, input: input, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale)
         // Warnings are noted per thread, and this decode ran on this one: a
         // lenient decode of damaged data is the one that warns (libjpeg's
         // "premature end", libpng's CRC and truncation complaints).
         // (libjpeg's reaches the handler with an empty text, so warnings are
         // told apart by the known harmless ones instead.)
         let damaged = !options.strict && VipsRuntime.takeLastWarning().map { !Self.isHarmlessWarning($0) } == true
-        let metadata = keepingMetadata ? try self.metadata(input) : nil
-        return bitmap.withSource(BitmapSource(info: header, decodedLeniently: damaged, metadata: metadata))
+        return bitmap.withSource(BitmapSource(info: image.info, decodedLeniently: damaged))
     }
 
-    /// `probed`, or the header read now.
-    private func probedOrRead(_ probed: ImageInfo?, _ input: ImageInput) throws(VipsError) -> ImageInfo {
-        if let probed { return probed }
-        return try info(input)
-    }
-
+    /// `mode`'s decode of an opened image: fill and stretch take the covering side from its header.
     private func decode(
-        _ input: ImageInput, header probed: ImageInfo?, size: TargetSize, mode: ResizeMode, scale: Double,
+        _ image: OpenedImage, input: ImageInput, size: TargetSize, mode: ResizeMode, scale: Double,
         allowUpscale: Bool
     ) throws(VipsError) -> Bitmap {
         guard let box = size.pixelBox(scale: scale) else {
-            return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
+            return try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)
         }
         let label = "\(input.label): \(mode)"
         switch mode {
         case .fit:
-            return try decode(input, size: size, scale: scale, allowUpscale: allowUpscale)
+            return try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)
         case .fill(let gravity):
-            let header = try probedOrRead(probed, input)
             let covering = try decode(
-                input, size: Self.coveringSide(header, box: box), scale: 1,
+                image, input: input, size: Self.coveringSide(image.info, box: box), scale: 1,
                 allowUpscale: allowUpscale
             ).withScale(scale)
-            let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
+            let target = Self.clampedTarget(box, image.info, allowUpscale: allowUpscale)
             return try Self.crop(covering, to: target, gravity: gravity, label: label)
         case .stretch:
-            let header = try probedOrRead(probed, input)
             let covering = try decode(
-                input, size: Self.coveringSide(header, box: box), scale: 1,
+                image, input: input, size: Self.coveringSide(image.info, box: box), scale: 1,
                 allowUpscale: allowUpscale
             ).withScale(scale)
-            let target = Self.clampedTarget(box, header, allowUpscale: allowUpscale)
+            let target = Self.clampedTarget(box, image.info, allowUpscale: allowUpscale)
             return try Self.stretch(covering, to: target, label: label)
         case .contain(let background, let gravity):
             let fitted = try decode(
-                input, size: .fit(width: box.width, height: box.height), scale: 1,
+                image, input: input, size: .fit(width: box.width, height: box.height), scale: 1,
                 allowUpscale: allowUpscale
             ).withScale(scale)
             return try Self.pad(fitted, to: box, background: background, gravity: gravity, label: label)

@@ -2,6 +2,8 @@ import Foundation
 @_spi(Testing) import VipsCore
 import XCTest
 
+@testable import VipsCore
+
 /// Inputs found by the fuzzer (scripts/fuzz.sh, Fuzz/), each kept with the
 /// options that exposed it. Crashers are stored minimised, as base64.
 final class FuzzRegressionTests: XCTestCase {
@@ -12,9 +14,11 @@ final class FuzzRegressionTests: XCTestCase {
 
     /// Found in the 30-minute run after the direct PNG path came (about 94,000 executions):
     /// a PNG whose pHYs chunk type was mutated to "pH\\xB6s" before IDAT. libpng (so libvips'
-    /// probe) refuses a chunk type that is not four letters; libspng skipped it, so the direct
-    /// path decoded a file `info` calls corrupt. Such a file now goes to libvips, and both agree.
-    func testAPNGWithAnInvalidChunkTypeFailsBothProbeAndDecode() throws {
+    /// probe) refuses a chunk type that is not four letters; libspng skips it, so the direct
+    /// path decoded a file `info` called corrupt. `info` and `decode` now read one header, the
+    /// same way (`CodecRegistry`): where the direct codec takes the file (fast mode), both read
+    /// it; where it does not (quality mode), libvips reads it for both, and both refuse it.
+    func testAPNGWithAnInvalidChunkTypeGetsOneAnswerFromProbeAndDecode() throws {
         let crasher = try XCTUnwrap(
             Data(
                 base64Encoded:
@@ -45,14 +49,24 @@ final class FuzzRegressionTests: XCTestCase {
             ))
         XCTAssertEqual(crasher.count, 1797)
         let harness = ImageDecoder(options: DecodeOptions(limits: harnessLimits))
-        HostileFiles.assertFails(.corruptData, "info") { () throws(VipsError) in _ = try harness.info(.data(crasher)) }
+        let quality = ImageDecoder(options: DecodeOptions(limits: harnessLimits, shrinkOnLoad: .quality))
         let file = FileManager.default.temporaryDirectory.appendingPathComponent(
             "invalid-chunk-\(UUID().uuidString).png")
         try crasher.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for input in [ImageInput.data(crasher), .file(file.path)] {
+            let info = try harness.info(input)
+            XCTAssertEqual([info.width, info.height, info.bands], [24, 16, 3], input.label)
+            XCTAssertEqual(try harness.route(input), .direct, input.label)
+            HostileFiles.assertFails(.corruptData, "quality info \(input.label)") { () throws(VipsError) in
+                try quality.info(input)
+            }
             for size in [TargetSize.original, .maxPixelSize(16)] {
-                XCTAssertThrowsError(try harness.decode(input, size: size), "decode \(input.label) \(size)")
+                let bitmap = try harness.decode(input, size: size)
+                XCTAssertEqual(bitmap.source?.info, info, "decode \(input.label) \(size)")
+                HostileFiles.assertFails(.corruptData, "quality decode \(input.label) \(size)") {
+                    () throws(VipsError) in try quality.decode(input, size: size)
+                }
             }
         }
     }

@@ -319,10 +319,10 @@ final class HostileInputTests: XCTestCase {
         let side = 8_000
         let bomb = HostileFiles.png(
             width: side, height: side, idat: HostileFiles.zlibZeros(count: side * (side * 3 + 1)))
-        XCTAssertEqual(decoder.pngRoute(.data(bomb), size: .maxPixelSize(100)), .direct)
+        XCTAssertEqual(try decoder.route(.data(bomb), size: .maxPixelSize(100)), .direct)
         var thumbnail: Bitmap?
         let growth = try HostileFiles.peakMemoryGrowth {
-            thumbnail = try decoder.decodePNGDirectly(.data(bomb), box: (100, 100), scale: 1, allowUpscale: false)
+            thumbnail = try decoder.decodeDirectly(.data(bomb), size: .maxPixelSize(100))
         }
         XCTAssertEqual(thumbnail?.width, 100)
         XCTAssertEqual(thumbnail?.pixel(x: 50, y: 50), [0, 0, 0])
@@ -332,13 +332,13 @@ final class HostileInputTests: XCTestCase {
         HostileFiles.assertFails([.truncatedData], "8000² png cut in half, strict") { () throws(VipsError) in
             try strictDecoder.decode(.data(cut), size: .maxPixelSize(64))
         }
-        XCTAssertNil(try decoder.decodePNGDirectly(.data(cut), box: (64, 64), scale: 1, allowUpscale: false))
+        XCTAssertNil(try decoder.decodeDirectly(.data(cut), size: .maxPixelSize(64)))
         HostileFiles.assertValid(
             try decoder.decode(.data(cut), size: .maxPixelSize(64)), fits: .maxPixelSize(64), "lenient cut")
         // An IHDR beyond the limits fails from the header on the direct path too, before any row.
         let tight = ImageDecoder(options: DecodeOptions(limits: DecodeLimits(maxPixelCount: 1_000_000)))
         HostileFiles.assertFails([.tooLarge], "8000² png, 1 MP limit") { () throws(VipsError) in
-            _ = try tight.decodePNGDirectly(.data(bomb), box: (64, 64), scale: 1, allowUpscale: false)
+            _ = try tight.decodeDirectly(.data(bomb), size: .maxPixelSize(64))
         }
     }
 

@@ -1,0 +1,103 @@
+import CVipsShim
+
+extension ImageDecoder {
+    /// Opens `input` once for one call and runs `body` with it: admits it
+    /// (size, magic bytes, allowed formats), reads its header with its
+    /// format's direct codec (`CodecRegistry`) when that codec takes the
+    /// image, else with libvips, and checks the limits against that header
+    /// before `body` runs. `info`, `decode` and the resize modes all start
+    /// here, so they read one header, the same way.
+    func withImage<R>(_ input: ImageInput, _ body: (OpenedImage) throws(VipsError) -> R) throws(VipsError) -> R {
+        let format = try admit(input)
+        if usesDirectPaths, let codec = CodecRegistry.codec(for: format),
+            let result = try withDirectHeader(codec, input, { image throws(VipsError) in try body(.direct(image)) })
+        {
+            return result
+        }
+        return try withLibvipsHeader(input, format: format) { header, source throws(VipsError) in
+            try body(.libvips(header, source))
+        }
+    }
+
+    /// `body` over the header `codec` read, when it takes the image; nil when libvips must read it.
+    private func withDirectHeader<Codec: DirectCodec, R>(
+        _ codec: Codec, _ input: ImageInput, _ body: (DirectImage) throws(VipsError) -> R
+    ) throws(VipsError) -> R? {
+        try codec.withHeader(input, options: options) { reading throws(VipsError) -> R? in
+            guard case .read(let header) = reading, route(codec, header) == .direct else { return nil }
+            let image = DirectImage(codec, header, options: options, label: input.label)
+            // Limits from the header, before the codec allocates anything.
+            try options.limits.check(image.info, label: input.label)
+            return try body(image)
+        }
+    }
+
+    /// Whether `codec` takes an image from its header, at any size: the common preconditions, then the codec's.
+    private func route<Codec: DirectCodec>(_ codec: Codec, _ header: Codec.Header) -> DecodeRoute {
+        DecodeRoute.preconditions(options, allowUpscale: false) ?? codec.route(header, options: options)
+    }
+
+    /// Starts libvips, probes `input`'s header with `format`'s loader and runs `body` with it and its source.
+    func withLibvipsHeader<R>(
+        _ input: ImageInput, format: ImageFormat,
+        _ body: (LibvipsHeader, UnsafeMutablePointer<VipsSource>) throws(VipsError) -> R
+    ) throws(VipsError) -> R {
+        let loader = try libvipsLoader(for: format, label: input.label)
+        return try input.withSource { source throws(VipsError) in
+            try body(try probe(source, loader: loader, label: input.label), source)
+        }
+    }
+
+    /// The direct decode of `image` for `request`; nil when libvips decodes the pixels instead.
+    func decodeDirectly(_ image: DirectImage, _ request: DecodeRequest) throws(VipsError) -> Bitmap? {
+        guard DecodeRoute.preconditions(options, allowUpscale: request.allowUpscale) == nil,
+            image.route(request) == .direct
+        else { return nil }
+        return try image.decode(request)
+    }
+
+    // MARK: - Diagnostics
+
+    /// The route `decode` takes for `input` into `size`, for tests and diagnostics.
+    ///
+    /// - Throws: what `decode` throws before any decoder runs: an input that
+    ///   cannot be read, is empty or refused, or a truncated WebP.
+    func route(
+        _ input: ImageInput, size: TargetSize = .original, scale: Double = 1, allowUpscale: Bool = false
+    ) throws(VipsError) -> DecodeRoute {
+        let format = try admit(input)
+        guard usesDirectPaths, let codec = CodecRegistry.codec(for: format) else {
+            return .libvips("no direct codec for \(format) images")
+        }
+        return try route(codec, input, DecodeRequest(size: size, scale: scale, allowUpscale: allowUpscale))
+    }
+
+    private func route<Codec: DirectCodec>(
+        _ codec: Codec, _ input: ImageInput, _ request: DecodeRequest
+    ) throws(VipsError) -> DecodeRoute {
+        if let route = DecodeRoute.preconditions(options, allowUpscale: request.allowUpscale) { return route }
+        return try codec.withHeader(input, options: options) { reading throws(VipsError) -> DecodeRoute in
+            switch reading {
+            case .unread(let reason):
+                return .libvips(reason)
+            case .read(let header):
+                let route = codec.route(header, options: options)
+                return route == .direct ? codec.route(header, for: request, options: options) : route
+            }
+        }
+    }
+
+    /// Decodes `input` with its format's direct codec only: nil when `decode`
+    /// hands it to libvips. For tests and the fuzz harness.
+    func decodeDirectly(
+        _ input: ImageInput, size: TargetSize = .original, scale: Double = 1, allowUpscale: Bool = false
+    ) throws(VipsError) -> Bitmap? {
+        let format = try admit(input)
+        guard usesDirectPaths, let codec = CodecRegistry.codec(for: format) else { return nil }
+        let request = DecodeRequest(size: size, scale: scale, allowUpscale: allowUpscale)
+        let bitmap = try withDirectHeader(codec, input) { image throws(VipsError) in
+            try decodeDirectly(image, request)?.withSource(BitmapSource(info: image.info, decodedLeniently: false))
+        }
+        return bitmap ?? nil
+    }
+}
