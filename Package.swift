@@ -40,9 +40,24 @@ let package = Package(
             pkgConfig: "spng",
             providers: [.apt(["libspng-dev"])]
         ),
+        // libexif, for EXIF orientation read exactly as libvips reads it.
+        .systemLibrary(
+            name: "CEXIF",
+            path: "CEXIF",
+            pkgConfig: "libexif",
+            providers: [.apt(["libexif-dev"])]
+        ),
+        // Little CMS 2, for the sRGB-profile check, with the library libvips converts profiles with.
+        .systemLibrary(
+            name: "CLittleCMS",
+            path: "CLittleCMS",
+            pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
         .target(
-            name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
+            name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CEXIF", "CLittleCMS"],
+            path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.

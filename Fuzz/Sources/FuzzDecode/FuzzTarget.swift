@@ -1,8 +1,9 @@
 import CLibFuzzer
 import Foundation
 
-// @testable: VipsCore's hand-written parsers (ProgressiveJPEGFilter, JPEGHeader, EXIFOrientation,
-// ICCProfile) and the direct codecs are internal (debug builds enable testing).
+// @testable: VipsCore's own parsers (ProgressiveJPEGFilter, JPEGHeader), its readers over
+// libexif (EXIFOrientation) and Little CMS (ICCProfile) and the direct codecs are internal
+// (debug builds enable testing).
 @testable import VipsCore
 
 // libFuzzer harness over VipsCore's whole decode surface: magic-byte sniffing,

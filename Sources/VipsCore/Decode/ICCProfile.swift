@@ -1,15 +1,17 @@
+import CLittleCMS
 import Foundation
 
 /// What the decoder needs to know about an embedded ICC profile: its colour
 /// space, and whether it describes sRGB closely enough that its pixels can be
 /// used as they are (no colour transform).
 ///
-/// A hardened reader of untrusted bytes: every offset and length is checked
-/// against the buffer, nothing is allocated from a declared size, and any
-/// malformed profile is reported as `nil` (the decoder then lets libvips,
-/// which uses Little CMS, decide whether it can use it).
+/// The profile is read by Little CMS, the library libvips converts profiles
+/// with: a profile it cannot open is `nil` here and is never converted there
+/// either, so the check and the conversion agree on what a profile is. Only
+/// the decision is this type's: sRGB's primaries and tone curve, within
+/// tolerances that a gamma 2.2 curve or Display P3's primaries do not meet.
 struct ICCProfile: Equatable {
-    /// The profile's data colour space (header bytes 16–19).
+    /// The profile's data colour space.
     enum ColourSpace: Equatable {
         case rgb, grey, cmyk, other
     }
@@ -20,45 +22,36 @@ struct ICCProfile: Equatable {
     /// channels, or a grey profile with sRGB's tone curve.
     let isSRGB: Bool
 
-    /// Parses the header and the tags this type looks at; nil when the bytes are no ICC profile.
+    /// Reads the profile with Little CMS; nil when the bytes are no ICC profile it opens.
     init?(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count >= 132, bytes.count <= 64 << 20 else { return nil }
-        let reader = Reader(bytes: bytes)
-        guard reader.tag(at: 36) == Self.signature("acsp") else { return nil }
-        switch reader.tag(at: 16) {
-        case Self.signature("RGB "): colourSpace = .rgb
-        case Self.signature("GRAY"): colourSpace = .grey
-        case Self.signature("CMYK"): colourSpace = .cmyk
+        // The ICC header alone is 128 bytes and the tag count 4 more; 64 MiB bounds a copy Little CMS makes.
+        guard bytes.count >= 132, bytes.count <= 64 << 20, let base = bytes.baseAddress,
+            let profile = cmsOpenProfileFromMemTHR(Self.context.pointer, base, cmsUInt32Number(bytes.count))
+        else { return nil }
+        defer { cmsCloseProfile(profile) }
+        switch cmsGetColorSpace(profile) {
+        case cmsSigRgbData: colourSpace = .rgb
+        case cmsSigGrayData: colourSpace = .grey
+        case cmsSigCmykData: colourSpace = .cmyk
         default: colourSpace = .other
         }
-        guard let count = reader.uint32(at: 128), count <= 1024, 132 + Int(count) * 12 <= bytes.count else {
-            return nil
-        }
-        var tags: [UInt32: (offset: Int, size: Int)] = [:]
-        for index in 0..<Int(count) {
-            let entry = 132 + index * 12
-            guard let signature = reader.uint32(at: entry), let offset = reader.uint32(at: entry + 4),
-                let size = reader.uint32(at: entry + 8)
-            else { return nil }
-            let (end, overflow) = Int(offset).addingReportingOverflow(Int(size))
-            guard !overflow, end <= bytes.count, size >= 8 else { continue }
-            tags[signature] = (Int(offset), Int(size))
-        }
-        func curve(_ name: String) -> ToneCurve? {
-            tags[Self.signature(name)].flatMap { ToneCurve(reader, offset: $0.offset, size: $0.size) }
+        func curveIsSRGB(_ tag: cmsTagSignature) -> Bool {
+            guard let curve = cmsReadTag(profile, tag) else { return false }
+            return Self.isSRGB { Double(cmsEvalToneCurveFloat(OpaquePointer(curve), Float($0))) }
         }
         switch colourSpace {
         case .rgb:
-            let colorants = ["rXYZ", "gXYZ", "bXYZ"].map { name in
-                tags[Self.signature(name)].flatMap { reader.xyz(at: $0.offset) }
+            let colorants = [cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag].map { tag in
+                cmsReadTag(profile, tag).map { $0.load(as: cmsCIEXYZ.self) }
             }
             let primariesMatch = zip(colorants, Self.srgbColorants).allSatisfy { found, expected in
                 guard let found else { return false }
-                return zip(found, expected).allSatisfy { abs($0 - $1) < 0.01 }
+                return zip([found.X, found.Y, found.Z], expected).allSatisfy { abs($0 - $1) < 0.01 }
             }
-            isSRGB = primariesMatch && ["rTRC", "gTRC", "bTRC"].allSatisfy { curve($0)?.isSRGB == true }
+            isSRGB =
+                primariesMatch && [cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag].allSatisfy(curveIsSRGB)
         case .grey:
-            isSRGB = curve("kTRC")?.isSRGB == true
+            isSRGB = curveIsSRGB(cmsSigGrayTRCTag)
         case .cmyk, .other:
             isSRGB = false
         }
@@ -69,93 +62,32 @@ struct ICCProfile: Equatable {
         [0.4361, 0.2225, 0.0139], [0.3851, 0.7169, 0.0971], [0.1431, 0.0606, 0.7141]
     ]
 
-    static func signature(_ text: String) -> UInt32 {
-        text.utf8.reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    /// Bounds-checked big-endian reads.
-    struct Reader {
-        let bytes: UnsafeRawBufferPointer
-
-        func uint32(at offset: Int) -> UInt32? {
-            guard offset >= 0, offset <= bytes.count - 4 else { return nil }
-            return (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[offset + $1]) }
-        }
-
-        func uint16(at offset: Int) -> UInt16? {
-            guard offset >= 0, offset <= bytes.count - 2 else { return nil }
-            return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
-        }
-
-        func tag(at offset: Int) -> UInt32? { uint32(at: offset) }
-
-        /// An s15Fixed16Number.
-        func fixed(at offset: Int) -> Double? {
-            uint32(at: offset).map { Double(Int32(bitPattern: $0)) / 65536 }
-        }
-
-        /// The three numbers of an XYZType tag.
-        func xyz(at offset: Int) -> [Double]? {
-            guard tag(at: offset) == ICCProfile.signature("XYZ "),
-                let x = fixed(at: offset + 8), let y = fixed(at: offset + 12), let z = fixed(at: offset + 16)
-            else { return nil }
-            return [x, y, z]
+    /// Whether a tone curve is within 0.002 (linear light) of sRGB's across the
+    /// range: a gamma 2.2 curve differs by 0.004 at 0.1, so it does not pass.
+    static func isSRGB(_ curve: (Double) -> Double) -> Bool {
+        stride(from: 0.05, through: 1.0, by: 0.05).allSatisfy { x in
+            let expected = x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4)
+            let value = curve(x)
+            return value.isFinite && abs(value - expected) < 0.002
         }
     }
 
-    /// A 'curv' or 'para' tone curve, evaluated where it matters.
-    struct ToneCurve {
-        let evaluate: (Double) -> Double
+    /// The Little CMS context profiles are opened in. Its error handler drops
+    /// what Little CMS says of a malformed profile (nil says it): the default,
+    /// which libvips sets, would leave the text in libvips' error buffer for
+    /// an unrelated failure to report.
+    private static let context = LittleCMSContext()
+}
 
-        init?(_ reader: Reader, offset: Int, size: Int) {
-            let kind = reader.tag(at: offset)
-            if kind == ICCProfile.signature("curv") {
-                guard let count = reader.uint32(at: offset + 8), count >= 2, count <= 65536,
-                    12 + Int(count) * 2 <= size
-                else { return nil }
-                // Gamma-only (count 1) and identity (count 0) curves are never sRGB's.
-                var table = [Double]()
-                table.reserveCapacity(Int(count))
-                for index in 0..<Int(count) {
-                    guard let value = reader.uint16(at: offset + 12 + index * 2) else { return nil }
-                    table.append(Double(value) / 65535)
-                }
-                evaluate = { x in
-                    let position = x * Double(table.count - 1)
-                    let low = min(table.count - 2, Int(position))
-                    let fraction = position - Double(low)
-                    return table[low] * (1 - fraction) + table[low + 1] * fraction
-                }
-            } else if kind == ICCProfile.signature("para") {
-                guard let function = reader.uint16(at: offset + 8) else { return nil }
-                let counts: [UInt16: Int] = [0: 1, 1: 3, 2: 4, 3: 5, 4: 7]
-                guard let count = counts[function], 12 + count * 4 <= size else { return nil }
-                var p = [Double]()
-                for index in 0..<count {
-                    guard let value = reader.fixed(at: offset + 12 + index * 4) else { return nil }
-                    p.append(value)
-                }
-                func power(_ base: Double) -> Double { base <= 0 ? 0 : pow(base, p[0]) }
-                switch function {
-                case 0: evaluate = { power($0) }
-                case 1: evaluate = { $0 >= -p[2] / p[1] ? power(p[1] * $0 + p[2]) : 0 }
-                case 2: evaluate = { $0 >= -p[2] / p[1] ? power(p[1] * $0 + p[2]) + p[3] : p[3] }
-                case 3: evaluate = { $0 >= p[4] ? power(p[1] * $0 + p[2]) : p[3] * $0 }
-                default: evaluate = { $0 >= p[4] ? power(p[1] * $0 + p[2]) + p[5] : p[3] * $0 + p[6] }
-                }
-            } else {
-                return nil
-            }
-        }
+/// One Little CMS context, made once and only read afterwards: opening and
+/// reading profiles in it from several threads at once is what Little CMS's
+/// `THR` functions are for.
+private final class LittleCMSContext: @unchecked Sendable {
+    let pointer: cmsContext?
 
-        /// Within 0.002 (linear light) of sRGB's curve across the range: a
-        /// gamma 2.2 curve differs by 0.004 at 0.1, so it does not pass.
-        var isSRGB: Bool {
-            stride(from: 0.05, through: 1.0, by: 0.05).allSatisfy { x in
-                let expected = x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4)
-                let value = evaluate(x)
-                return value.isFinite && abs(value - expected) < 0.002
-            }
-        }
+    init() {
+        pointer = cmsCreateContext(nil, nil)
+        // (A nil context would set the process-wide handler, libvips'; then profiles open in that one.)
+        if pointer != nil { cmsSetLogErrorHandlerTHR(pointer) { _, _, _ in } }
     }
 }

@@ -135,12 +135,20 @@ final class DirectJPEGTests: XCTestCase {
         func read(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBytes { EXIFOrientation.read($0) } }
         let good: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
         XCTAssertEqual(read(good), 6)
+        XCTAssertEqual(read(Array("Exif".utf8) + [0, 0] + good), 6, "with JPEG's prefix")
         var little: [UInt8] = [
             0x49, 0x49, 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0
         ]
         XCTAssertEqual(read(little), 3)
         little[18] = 9
-        XCTAssertNil(read(little), "out of range")
+        XCTAssertEqual(read(little), 1, "out of range: libvips reads 1")
+        // Stored as LONG (against the specification): libexif's fix makes it SHORT, as libvips reads it.
+        var long: [UInt8] = [
+            0x49, 0x49, 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 4, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0
+        ]
+        XCTAssertEqual(read(long), 8, "LONG")
+        long[12] = 2 // ASCII, "\u{8}": no digits, so libvips' atoi reads 0, out of range
+        XCTAssertEqual(read(long), 1, "ASCII")
         XCTAssertNil(read(Array(good.prefix(19))), "value cut off")
         var offset = good
         offset.replaceSubrange(4..<8, with: [0xFF, 0xFF, 0xFF, 0xF0])

@@ -173,6 +173,41 @@ final class DirectWebPTests: XCTestCase {
         }
     }
 
+    func testOddEXIFEntriesGiveTheOrientationLibvipsGives() throws {
+        // libexif reads the block for both paths: an entry of another format, count or value
+        // comes out as libvips reads it (vips__exif_parse: fixed by libexif, then atoi of its text).
+        let plain = try ImageSynthesizer.data(width: 60, height: 40, seed: 3, format: .webp())
+        func ifd(type: UInt16, count: UInt32, value: [UInt8]) -> [UInt8] {
+            let field = value + [UInt8](repeating: 0, count: max(0, 4 - value.count))
+            return [0x49, 0x49, 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, UInt8(type), 0]
+                + (0..<4).map { UInt8((count >> (8 * $0)) & 0xFF) } + field.prefix(4) + [0, 0, 0, 0]
+        }
+        var blocks: [[UInt8]] = [
+            ifd(type: 3, count: 1, value: [6, 0]), ifd(type: 4, count: 1, value: [8, 0, 0, 0]),
+            ifd(type: 1, count: 1, value: [5]), ifd(type: 8, count: 1, value: [0xFF, 0xFF]),
+            ifd(type: 9, count: 1, value: [3, 0, 0, 0]), ifd(type: 2, count: 2, value: [0x37, 0]),
+            ifd(type: 2, count: 4, value: Array(" 7x".utf8) + [0]), ifd(type: 3, count: 2, value: [2, 0, 9, 0]),
+            ifd(type: 3, count: 1, value: [0, 0]), ifd(type: 3, count: 1, value: [9, 0]),
+            ifd(type: 7, count: 1, value: [6]), ifd(type: 11, count: 1, value: [0, 0, 0xC0, 0x40])
+        ]
+        var random = SplitMix64(seed: 0x0E1F)
+        for _ in 0..<60 {
+            let type = UInt16(random.next() % 13), count = UInt32(random.next() % 12)
+            blocks.append(ifd(type: type, count: count, value: (0..<4).map { _ in UInt8(random.next() % 10) }))
+        }
+        var seen: Set<Int> = []
+        for (index, block) in blocks.enumerated() {
+            let data = WebPChunks.extended(plain, exif: block)
+            let label = "block \(index): \(block[12...21])"
+            let expected = try libvipsFast.info(.data(data)).orientation
+            seen.insert(expected)
+            XCTAssertEqual(try fast.info(.data(data)).orientation, expected, label)
+            XCTAssertEqual(block.withUnsafeBytes { EXIFOrientation.read($0) } ?? 1, expected, label)
+        }
+        // LONG 8, BYTE 5, ASCII "7", SSHORT 3 and friends: not every block reads as 1.
+        XCTAssertGreaterThanOrEqual(seen.count, 5, "\(seen.sorted())")
+    }
+
     // MARK: - Errors and limits
 
     func testTruncatedAndCorruptFilesGiveTypedErrors() throws {

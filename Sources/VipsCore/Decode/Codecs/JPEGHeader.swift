@@ -1,7 +1,14 @@
-/// What the direct JPEG path needs from a JPEG's markers, read up to the
+/// What the direct JPEG codec needs from a JPEG's markers, read up to the
 /// first scan: the frame (size, precision, components, coding), the EXIF
-/// orientation (APP1), the ICC profile (APP2 chunks), Adobe's colour
-/// transform (APP14).
+/// orientation (APP1, through `EXIFOrientation`), the ICC profile (APP2
+/// chunks), Adobe's colour transform (APP14).
+///
+/// Why a reader of its own: TurboJPEG 2.1 (Debian 12's libjpeg-turbo) reads
+/// only the frame (`tjDecompressHeader3`: size, subsampling, colour space);
+/// it has no getter for the ICC profile or the EXIF block (TurboJPEG 3.0
+/// adds one for the profile, none for EXIF), and libjpeg's own marker API reports errors by
+/// longjmp, which Swift cannot take. The markers are a length-prefixed list,
+/// so this walk is short, and the fuzz harness runs it on every input.
 ///
 /// A hardened reader of untrusted bytes: every length is checked against the
 /// buffer before it is used, declared sizes never drive an allocation (the
@@ -61,11 +68,12 @@ struct JPEGHeader {
                 components = Int(bytes[body.lowerBound + 5])
                 guard body.count >= 6 + 3 * components else { return nil }
             case 0xE1 where !sawEXIF:
-                let exif: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0] // "Exif\0\0"
-                if body.count > 6, (0..<6).allSatisfy({ bytes[body.lowerBound + $0] == exif[$0] }) {
+                // libvips keeps the first APP1 longer than 4 bytes that starts "Exif" (later ones are
+                // ignored) and reads it with libexif.
+                let block = UnsafeRawBufferPointer(rebasing: bytes[body])
+                if block.count > 4, block.starts(with: "Exif".utf8) {
                     sawEXIF = true
-                    let tiff = UnsafeRawBufferPointer(rebasing: bytes[(body.lowerBound + 6)..<body.upperBound])
-                    orientation = EXIFOrientation.read(tiff) ?? 1
+                    orientation = EXIFOrientation.read(block) ?? 1
                 }
             case 0xE2:
                 // "ICC_PROFILE\0", sequence number (1-based), chunk count.

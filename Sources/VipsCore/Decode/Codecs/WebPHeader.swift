@@ -27,13 +27,8 @@ struct WebPHeader {
                         else { return [] }
                         return Array(UnsafeBufferPointer(start: base, count: iterator.chunk.size))
                     }
-                    var orientation = 1
-                    if let exif = chunk("EXIF", EXIF_FLAG) {
-                        // libvips (libexif) reads the TIFF structure with or without JPEG's "Exif\0\0" prefix.
-                        let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]
-                        let tiff = exif.starts(with: prefix) ? Array(exif.dropFirst(6)) : exif
-                        orientation = tiff.withUnsafeBytes { EXIFOrientation.read($0) } ?? 1
-                    }
+                    // The chunk as libvips hands it to libexif (a bare TIFF structure, or one after "Exif\0\0").
+                    let orientation = chunk("EXIF", EXIF_FLAG).flatMap { $0.withUnsafeBytes(EXIFOrientation.read) } ?? 1
                     return WebPHeader(
                         width: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_WIDTH)),
                         height: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_HEIGHT)),
