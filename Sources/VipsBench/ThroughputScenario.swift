@@ -102,7 +102,7 @@ public enum ThroughputScenario {
             let result = await ClosedLoop.run(requests, workers: settings.concurrency) { request in
                 let bitmap = try await pipeline.image(for: request)
                 guard writingJPEG, let path = request.source.filePath else { return }
-                let data = try ImageEncoder().encode(bitmap, as: .jpeg(quality: 75))
+                let data = try ImageEncoder().encode(bitmap, as: .jpeg(quality: 75)).data
                 let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + ".jpg"
                 try data.write(to: folder.appendingPathComponent(name))
             }
