@@ -151,19 +151,7 @@ static inline int vl_bandjoin3(VipsImage *a, VipsImage *b, VipsImage *c, VipsIma
     return vips_bandjoin(in, out, 3, NULL);
 }
 
-/* ---- encoding ------------------------------------------------------------ */
-
-static inline int vl_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, gboolean interlace) {
-    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", interlace, "strip", TRUE, NULL);
-}
-
-static inline int vl_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
-    return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
-}
-
-static inline int vl_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, gboolean lossless) {
-    return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "strip", TRUE, NULL);
-}
+/* ---- encoding (the savers with their options are in process.h) ----------- */
 
 /* Any saver chosen by suffix and option string, e.g. ".png[bitdepth=16,interlace]". */
 static inline int vl_write_to_buffer(VipsImage *in, const char *suffix, void **buf, size_t *len) {

@@ -16,6 +16,7 @@ import Foundation
 /// keep) is left to libvips.
 extension ImageEncoder {
     /// JPEG bytes for a 3-channel bitmap, stripped of metadata; nil when the bitmap is not one.
+    /// `quality` was validated (1–100) by `OutputFormat.validate`.
     static func encodeJPEGDirectly(
         _ bitmap: Bitmap, quality: Int, progressive: Bool,
         chroma: OutputFormat.ChromaSubsampling
@@ -24,7 +25,6 @@ extension ImageEncoder {
             let width = Int32(exactly: bitmap.width), let height = Int32(exactly: bitmap.height),
             let pitch = Int32(exactly: bitmap.bytesPerRow)
         else { return nil }
-        let quality = min(100, max(1, quality))
         // libvips' VIPS_FOREIGN_SUBSAMPLE_AUTO: chroma is subsampled below Q 90.
         let subsample: Bool
         switch chroma {

@@ -1,29 +1,8 @@
 import CVipsShim
 import Foundation
 
-/// Encodes bitmaps to JPEG, PNG or WebP.
+/// Encodes bitmaps to JPEG, PNG, WebP, AVIF or GIF (see `OutputFormat`).
 public struct ImageEncoder: Sendable {
-    /// An output format with its settings.
-    public enum Format: Sendable, Hashable {
-        /// JPEG at `quality` 1–100 (default 85); `progressive` writes an interlaced file.
-        /// JPEG has no alpha: transparent pixels are composited onto white, as
-        /// a browser shows them on a plain page (libvips alone would use black).
-        case jpeg(quality: Int = 85, progressive: Bool = false)
-        /// PNG with zlib `compression` 0–9 (default 6).
-        case png(compression: Int = 6)
-        /// WebP at `quality` 1–100 (default 80), or lossless.
-        case webp(quality: Int = 80, lossless: Bool = false)
-
-        /// The usual file extension.
-        public var fileExtension: String {
-            switch self {
-            case .jpeg: return "jpg"
-            case .png: return "png"
-            case .webp: return "webp"
-            }
-        }
-    }
-
     /// Whether 3-channel JPEG output takes the direct libjpeg-turbo encoder
     /// (see `encodeJPEGDirectly`); false sends everything through libvips, for
     /// tests and comparisons.
@@ -32,40 +11,86 @@ public struct ImageEncoder: Sendable {
     /// An encoder; it holds no state, so one can be shared by every thread.
     public init() {}
 
-    /// Encodes `bitmap`; metadata is not written.
-    public func encode(_ bitmap: Bitmap, as format: Format) throws(VipsError) -> Data {
-        if usesDirectPaths, case .jpeg(let quality, let progressive) = format,
-            let data = try Self.encodeJPEGDirectly(bitmap, quality: quality, progressive: progressive, chroma: .auto)
+    /// Encodes `bitmap` as `format`.
+    ///
+    /// Metadata is stripped unless `keepingMetadata` is set: then the EXIF
+    /// block the bitmap's source carried (`BitmapSource.metadata`, kept when
+    /// the decode was asked to) is written with its orientation reset to 1 —
+    /// the pixels are already upright — and, when the source had an ICC
+    /// profile, the sRGB profile the decoded pixels are in is embedded. A
+    /// format without alpha (JPEG) flattens transparency onto `background`.
+    ///
+    /// - Throws: `.invalidArgument` for settings out of range, `.encodeFailed`
+    ///   when libvips cannot write the format.
+    public func encode(
+        _ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false,
+        background: Colour = .white
+    ) throws(VipsError) -> EncodedImage {
+        try format.validate()
+        // Without metadata to write, 3-channel JPEG needs no libvips (the same bytes; see encodeJPEGDirectly).
+        // RGBA is flattened first, as libvips would (see `flattened`).
+        if usesDirectPaths, !keepingMetadata, case .jpeg(let quality, let progressive, let chroma) = format,
+            let opaque = bitmap.channels == 4 ? Self.flattened(bitmap, onto: background) : bitmap,
+            let data = try Self.encodeJPEGDirectly(opaque, quality: quality, progressive: progressive, chroma: chroma)
         {
-            return data
+            return EncodedImage(data: data, format: format, width: bitmap.width, height: bitmap.height)
         }
         try VipsRuntime.start()
+        let label = "encode \(format)"
         var image = try ImageDecoder.image(wrapping: bitmap)
-        if case .jpeg = format, bitmap.channels == 4 {
-            let white: [Double] = [255, 255, 255]
-            image = try image.apply(.encodeFailed, "encode jpg: flatten") { input, output in
-                white.withUnsafeBufferPointer { vl_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+        if !format.supportsAlpha, bitmap.channels == 4 {
+            let colour = background.bands(3)
+            image = try image.apply(.encodeFailed, "\(label): flatten") { input, output in
+                colour.withUnsafeBufferPointer { vl_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+            }
+        }
+        let strip: gboolean = keepingMetadata ? 0 : 1
+        if keepingMetadata, let metadata = bitmap.source?.metadata {
+            // A private copy to attach fields to (the wrap is shared by nobody, but stays read-only).
+            image = try image.apply(.encodeFailed, "\(label): metadata") {
+                vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+            }
+            if let exif = metadata.exif {
+                exif.withUnsafeBytes { vips_image_set_blob_copy(image.pointer, "exif-data", $0.baseAddress, $0.count) }
+            }
+            vips_image_set_int(image.pointer, "orientation", 1)
+            if metadata.hadICCProfile, let profile = vl_srgb_profile() {
+                var length = 0
+                if let bytes = vips_blob_get(profile, &length) {
+                    vips_image_set_blob_copy(image.pointer, "icc-profile-data", bytes, length)
+                }
+                vips_area_unref(UnsafeMutableRawPointer(profile).assumingMemoryBound(to: VipsArea.self))
             }
         }
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
         let status: Int32 = withExtendedLifetime(bitmap) {
             switch format {
-            case .jpeg(let quality, let progressive):
-                return vl_jpegsave_buffer(
-                    image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), progressive ? 1 : 0)
-            case .png(let compression):
-                return vl_pngsave_buffer(image.pointer, &buffer, &length, Int32(clamping: min(9, max(0, compression))))
-            case .webp(let quality, let lossless):
-                return vl_webpsave_buffer(
-                    image.pointer, &buffer, &length, Int32(clamping: min(100, max(1, quality))), lossless ? 1 : 0)
+            case .jpeg(let quality, let progressive, let chroma):
+                let mode: VipsForeignSubsample
+                switch chroma {
+                case .auto: mode = VIPS_FOREIGN_SUBSAMPLE_AUTO
+                case .on: mode = VIPS_FOREIGN_SUBSAMPLE_ON
+                case .off: mode = VIPS_FOREIGN_SUBSAMPLE_OFF
+                }
+                return vl_jpegsave_options(
+                    image.pointer, &buffer, &length, Int32(quality), progressive ? 1 : 0, mode, strip)
+            case .png(let compression, let palette):
+                return vl_pngsave_options(image.pointer, &buffer, &length, Int32(compression), palette ? 1 : 0, strip)
+            case .webp(let quality, let lossless, let effort):
+                return vl_webpsave_options(
+                    image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), strip)
+            case .avif(let quality, let effort):
+                return vl_avifsave_options(image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
+            case .gif:
+                return vl_gifsave_options(image.pointer, &buffer, &length, strip)
             }
         }
         guard status == 0, let buffer else {
-            throw VipsError(
-                .encodeFailed,
-                "encode \(format.fileExtension): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
+            throw VipsError(.encodeFailed, "\(label): \(VipsRuntime.takeErrorMessage(default: "no reason given"))")
         }
-        return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
+        VipsRuntime.discardErrorMessages()
+        let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
+        return EncodedImage(data: data, format: format, width: bitmap.width, height: bitmap.height)
     }
 }

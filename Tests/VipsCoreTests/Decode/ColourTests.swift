@@ -124,7 +124,7 @@ final class EmbeddedProfileTests: XCTestCase {
             let srgb = try image.apply(.internal, "reference") { vl_icc_transform_embedded($0, $1, "srgb") }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_pngsave_buffer(srgb.pointer, &buffer, &length, 1) == 0, let buffer else {
+            guard vl_pngsave_options(srgb.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "png"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
@@ -255,7 +255,7 @@ func stripICC(_ data: Data) -> Data {
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_pngsave_buffer(image.pointer, &buffer, &length, 1) == 0, let buffer else {
+            guard vl_pngsave_options(image.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "png"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })

@@ -287,7 +287,9 @@ final class DirectJPEGTests: XCTestCase {
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_jpegsave_buffer(image.pointer, &buffer, &length, 90, 0) == 0, let buffer else {
+            guard vl_jpegsave_options(image.pointer, &buffer, &length, 90, 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 1) == 0,
+                let buffer
+            else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "jpeg"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })

@@ -339,7 +339,8 @@ final class DirectWebPTests: XCTestCase {
         let bitmap = try libvipsFast.decode(.data(data))
         let blurred = try ImageProcessors.GaussianBlur(sigma: 2).process(bitmap)
         return try ImageEncoder().encode(
-            blurred, as: format == .webp(lossless: true) ? .webp(lossless: true) : .webp(quality: 90))
+            blurred, as: format == .webp(lossless: true) ? .webp(lossless: true) : .webp(quality: 90)
+        ).data
     }
 
     /// Mean and maximum absolute difference per channel value.

@@ -41,16 +41,6 @@ final class DirectJPEGEncoderTests: XCTestCase {
         }
     }
 
-    func testTheSimpleFormatAPIWritesLibvipsBytesToo() throws {
-        let bitmap = try photo(width: 203, height: 117, seed: 911)
-        for format: ImageEncoder.Format in [
-            .jpeg(), .jpeg(quality: 75), .jpeg(quality: 92, progressive: true),
-            .jpeg(quality: 0), .jpeg(quality: 500)
-        ] {
-            XCTAssertEqual(try direct.encode(bitmap, as: format), try libvips.encode(bitmap, as: format), "\(format)")
-        }
-    }
-
     func testNoJFIFOrOtherMetadataIsWritten() throws {
         let data = try direct.encode(try photo(width: 64, height: 48, seed: 912), as: OutputFormat.jpeg(quality: 75))
             .data

@@ -13,7 +13,7 @@ final class EncodeTests: XCTestCase {
 
     func testJPEGRoundTrip() throws {
         let source = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 81)
-        let data = try encoder.encode(source, as: .jpeg())
+        let data = try encoder.encode(source, as: .jpeg()).data
         XCTAssertEqual(ImageFormat.sniff(data), .jpeg)
         let decoded = try decoder.decode(.data(data))
         XCTAssertEqual(decoded.width, 200)
@@ -29,8 +29,8 @@ final class EncodeTests: XCTestCase {
 
     func testJPEGQualityAndProgressive() throws {
         let source = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 82)
-        let high = try encoder.encode(source, as: .jpeg(quality: 95))
-        let low = try encoder.encode(source, as: .jpeg(quality: 30))
+        let high = try encoder.encode(source, as: .jpeg(quality: 95)).data
+        let low = try encoder.encode(source, as: .jpeg(quality: 30)).data
         XCTAssertGreaterThan(high.count, low.count)
         XCTAssertLessThan(
             try decoder.decode(.data(high)).meanAbsoluteDifference(to: source),
@@ -40,20 +40,22 @@ final class EncodeTests: XCTestCase {
             let bytes = [UInt8](data)
             return zip(bytes, bytes.dropFirst()).contains { $0 == 0xFF && $1 == marker }
         }
-        let baseline = try encoder.encode(source, as: .jpeg(progressive: false))
-        let progressive = try encoder.encode(source, as: .jpeg(progressive: true))
+        let baseline = try encoder.encode(source, as: .jpeg(progressive: false)).data
+        let progressive = try encoder.encode(source, as: .jpeg(progressive: true)).data
         XCTAssertTrue(hasMarker(baseline, 0xC0))
         XCTAssertFalse(hasMarker(baseline, 0xC2))
         XCTAssertTrue(hasMarker(progressive, 0xC2))
         XCTAssertEqual(try decoder.decode(.data(progressive)).width, 200)
-        // Out-of-range qualities are clamped, not refused.
-        XCTAssertEqual(try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 0)))).width, 200)
-        XCTAssertEqual(try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 500)))).width, 200)
+        // Out-of-range settings are refused, never clamped.
+        for format in [OutputFormat.jpeg(quality: 0), .jpeg(quality: 500), .png(compression: 10), .webp(quality: 0)] {
+            assertThrowsKind(
+                .invalidArgument, { () throws(VipsError) in try encoder.encode(source, as: format) }, "\(format)")
+        }
     }
 
     func testJPEGOfRGBADropsAlpha() throws {
         let source = try ImageSynthesizer.bitmap(width: 64, height: 48, seed: 83, alpha: true)
-        let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg())))
+        let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg()).data))
         XCTAssertEqual(decoded.channels, 3)
         XCTAssertEqual(decoded.width, 64)
     }
@@ -71,20 +73,20 @@ final class EncodeTests: XCTestCase {
             }
         }
         let source = try Bitmap(width: 32, height: 16, channels: 4, pixels: pixels)
-        let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 95))))
+        let decoded = try decoder.decode(.data(encoder.encode(source, as: .jpeg(quality: 95)).data))
         XCTAssertLessThan(
             colourDistance(decoded.meanColour(aroundX: 10, y: 10, radius: 2), [255, 255, 255]), 6, "transparent → white"
         )
         XCTAssertLessThan(
             colourDistance(decoded.meanColour(aroundX: 26, y: 8, radius: 2), [255, 0, 0]), 12, "opaque kept")
-        let png = try decoder.decode(.data(encoder.encode(source, as: .png())))
+        let png = try decoder.decode(.data(encoder.encode(source, as: .png()).data))
         XCTAssertEqual(png.channels, 4, "PNG keeps the alpha")
     }
 
     func testPNGRoundTripIsLossless() throws {
         for alpha in [false, true] {
             let source = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 84, alpha: alpha)
-            let data = try encoder.encode(source, as: .png())
+            let data = try encoder.encode(source, as: .png()).data
             XCTAssertEqual(ImageFormat.sniff(data), .png)
             XCTAssertEqual(try decoder.info(.data(data)).hasAlpha, alpha)
             let decoded = try decoder.decode(.data(data))
@@ -94,8 +96,8 @@ final class EncodeTests: XCTestCase {
             XCTAssertEqual(decoded.bytes, source.bytes, "alpha: \(alpha)")
         }
         let source = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 85)
-        let stored = try encoder.encode(source, as: .png(compression: 0))
-        let packed = try encoder.encode(source, as: .png(compression: 9))
+        let stored = try encoder.encode(source, as: .png(compression: 0)).data
+        let packed = try encoder.encode(source, as: .png(compression: 9)).data
         XCTAssertGreaterThan(stored.count, packed.count)
         XCTAssertGreaterThanOrEqual(stored.count, 200 * 150 * 3, "compression 0 stores the pixels")
         XCTAssertEqual(try decoder.decode(.data(stored)).bytes, source.bytes)
@@ -103,7 +105,7 @@ final class EncodeTests: XCTestCase {
 
     func testWebPRoundTrips() throws {
         let rgb = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 86)
-        let lossy = try encoder.encode(rgb, as: .webp())
+        let lossy = try encoder.encode(rgb, as: .webp()).data
         XCTAssertEqual(ImageFormat.sniff(lossy), .webp)
         let decodedLossy = try decoder.decode(.data(lossy))
         XCTAssertEqual(decodedLossy.width, 200)
@@ -111,12 +113,12 @@ final class EncodeTests: XCTestCase {
         XCTAssertEqual(decodedLossy.channels, 3)
         XCTAssertLessThan(decodedLossy.meanAbsoluteDifference(to: rgb), 8)
 
-        let lossless = try encoder.encode(rgb, as: .webp(lossless: true))
+        let lossless = try encoder.encode(rgb, as: .webp(lossless: true)).data
         XCTAssertEqual(try decoder.decode(.data(lossless)).bytes, rgb.bytes)
 
         let rgba = try ImageSynthesizer.bitmap(width: 200, height: 150, seed: 87, alpha: true)
-        for format: ImageEncoder.Format in [.webp(), .webp(lossless: true)] {
-            let decoded = try decoder.decode(.data(encoder.encode(rgba, as: format)))
+        for format: OutputFormat in [.webp(), .webp(lossless: true)] {
+            let decoded = try decoder.decode(.data(encoder.encode(rgba, as: format).data))
             XCTAssertEqual(decoded.channels, 4, "\(format) keeps alpha")
             var maxAlphaError = 0
             for y in stride(from: 0, to: 150, by: 5) {
@@ -132,8 +134,9 @@ final class EncodeTests: XCTestCase {
     func testEncodedFileDecodesFromDisk() throws {
         let folder = try TemporaryFolder()
         let source = try ImageSynthesizer.bitmap(width: 120, height: 80, seed: 88)
-        for format: ImageEncoder.Format in [.jpeg(), .png(), .webp()] {
-            let path = try folder.write(try encoder.encode(source, as: format), named: "out.\(format.fileExtension)")
+        for format: OutputFormat in [.jpeg(), .png(), .webp()] {
+            let path = try folder.write(
+                try encoder.encode(source, as: format).data, named: "out.\(format.fileExtension)")
             let decoded = try decoder.decode(.file(path), size: .maxPixelSize(60))
             XCTAssertEqual(decoded.width, 60, "\(format)")
             XCTAssertEqual(decoded.height, 40, "\(format)")
@@ -171,7 +174,7 @@ final class EncodeTests: XCTestCase {
         XCTAssertTrue(rgba.hasAlpha)
         XCTAssertEqual(rgba.pixel(x: 0, y: 0), [1, 2, 3, 4])
         // A hand-built bitmap encodes and decodes like any other.
-        XCTAssertEqual(try decoder.decode(.data(encoder.encode(bitmap, as: .png()))).bytes, pixels)
+        XCTAssertEqual(try decoder.decode(.data(encoder.encode(bitmap, as: .png()).data)).bytes, pixels)
     }
 
     func testBitmapValidation() {
@@ -209,7 +212,7 @@ final class EncodeTests: XCTestCase {
         XCTAssertEqual(retina.scale, 2)
 
         // The same picture as decoding a lossless file of it to that size.
-        let png = try encoder.encode(source, as: .png())
+        let png = try encoder.encode(source, as: .png()).data
         let decoded = try decoder.decode(.data(png), size: .maxPixelSize(100))
         XCTAssertLessThan(small.meanAbsoluteDifference(to: decoded), 1)
 

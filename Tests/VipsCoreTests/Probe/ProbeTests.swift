@@ -64,7 +64,8 @@ final class ProbeTests: XCTestCase {
                 "16 bytes are enough: \(variant.name)")
         }
         let encoded = try ImageEncoder().encode(
-            ImageSynthesizer.bitmap(width: 32, height: 24), as: .webp(lossless: true))
+            ImageSynthesizer.bitmap(width: 32, height: 24), as: .webp(lossless: true)
+        ).data
         XCTAssertEqual(ImageFormat.sniff(encoded), .webp)
 
         let ascii = { (text: String) in Array(text.utf8) }

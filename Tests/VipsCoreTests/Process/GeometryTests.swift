@@ -14,7 +14,7 @@ final class GeometryTests: XCTestCase {
         pixels.reserveCapacity(width * height * 3)
         for y in 0..<height { for x in 0..<width { pixels += paint(x, y) } }
         let bitmap = try Bitmap(width: width, height: height, channels: 3, pixels: pixels)
-        return try ImageEncoder().encode(bitmap, as: .png(compression: 1))
+        return try ImageEncoder().encode(bitmap, as: .png(compression: 1)).data
     }
 
     private static let grey: [UInt8] = [128, 128, 128]
