@@ -60,12 +60,18 @@ let package = Package(
             path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        // Generated photo-like images and a seeded generator, for the tests, the benchmark corpus and
+        // the fuzz seeds: a target, not a product, so it is no part of the library's API.
+        .target(name: "VipsSynthesis", dependencies: ["VipsCore", "CVipsShim"], path: "Sources/VipsSynthesis"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
-        .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
+        .target(
+            name: "VipsBench", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis"], path: "Sources/VipsBench"),
         // The command-line tool.
         .executableTarget(
             name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
-        .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
+        .testTarget(
+            name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim", "VipsSynthesis"],
+            path: "Tests/VipsCoreTests"),
         // A real HTTP server on 127.0.0.1, shared by the library and CLI tests.
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),
         .testTarget(

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 
 /// The built-in benchmark corpus: deterministic, photo-like images generated
 /// once into a cache folder and reused by every later run.

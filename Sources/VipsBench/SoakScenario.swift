@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
-@_spi(Testing) import VipsCore
+import VipsCore
 import VipsLoad
+import VipsSynthesis
 
 /// `soak`: many mixed requests over minutes — memory hits, misses, cancels,
 /// failures, progressive ladders and batches — checking that memory stays

@@ -441,7 +441,7 @@ public struct ImageDecoder: Sendable {
     /// that hand-off only added futex wake-ups and context switches per image.
     /// Strips keep memory bounded as the sink does: a loader is asked for a
     /// band of rows at a time, never the whole image.
-    static func materialise(
+    package static func materialise(
         _ image: VipsImageHandle, scale: Double, label: String
     ) throws(VipsError) -> Bitmap {
         let (width, height, bands) = (image.width, image.height, image.bands)

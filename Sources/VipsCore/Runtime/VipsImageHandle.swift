@@ -5,8 +5,8 @@ import CVipsShim
 /// libvips images are reference-counted GObjects; each operation returns a new
 /// reference. Wrapping every result keeps the ownership rules in one place, so
 /// no early return or thrown error can leak a reference.
-final class VipsImageHandle {
-    let pointer: UnsafeMutablePointer<VipsImage>
+package final class VipsImageHandle {
+    package let pointer: UnsafeMutablePointer<VipsImage>
 
     init(_ pointer: UnsafeMutablePointer<VipsImage>) {
         self.pointer = pointer
@@ -60,7 +60,7 @@ final class VipsImageHandle {
     /// Runs one libvips operation that writes a new image to `out`.
     ///
     /// On failure the libvips error buffer is taken and thrown as `kind`.
-    static func make(
+    package static func make(
         _ kind: VipsError.Kind, _ context: String,
         _ body: (UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32
     ) throws(VipsError) -> VipsImageHandle {
@@ -74,7 +74,7 @@ final class VipsImageHandle {
     }
 
     /// Runs one operation on this image, producing a new one.
-    func apply(
+    package func apply(
         _ kind: VipsError.Kind, _ context: String,
         _ body: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32
     ) throws(VipsError) -> VipsImageHandle {

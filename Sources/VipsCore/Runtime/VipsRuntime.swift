@@ -79,7 +79,7 @@ public enum VipsRuntime {
     /// concurrency a message may therefore also carry another thread's failure
     /// text; the error *kind* is always decided by VipsCore from the step that
     /// failed, so only the wording can be affected, never the classification.
-    static func takeErrorMessage(default fallback: String) -> String {
+    package static func takeErrorMessage(default fallback: String) -> String {
         // Before vips_init the buffer's lock does not exist (a direct decode
         // runs without libvips): there is nothing to take.
         guard isStarted else { return fallback }
