@@ -75,7 +75,8 @@ let package = Package(
         // A real HTTP server on 127.0.0.1, shared by the library and CLI tests.
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),
         .testTarget(
-            name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
+            name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
+            path: "Tests/VipsLoadTests"),
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.

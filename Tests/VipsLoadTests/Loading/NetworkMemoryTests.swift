@@ -1,7 +1,8 @@
 import Foundation
 import TestSupport
-@_spi(Testing) import VipsCore
+import VipsCore
 import VipsLoad
+import VipsSynthesis
 import XCTest
 
 /// A large body never sits whole in memory: downloaded to a file and decoded

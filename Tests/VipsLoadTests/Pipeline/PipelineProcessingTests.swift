@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 @testable import VipsLoad

@@ -1,6 +1,7 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
 import VipsLoad
+import VipsSynthesis
 
 /// Test data and folders for the network and disk-cache tests.
 enum NetworkFixtures {
