@@ -80,7 +80,9 @@ let package = Package(
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.
-        .testTarget(name: "CLITests", dependencies: ["VipsCore", "vipsload", "TestSupport"], path: "Tests/CLITests")
+        .testTarget(
+            name: "CLITests", dependencies: ["VipsCore", "VipsSynthesis", "vipsload", "TestSupport"],
+            path: "Tests/CLITests")
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// Isolated decodes (issue 16): `thumb` and `info` decode in worker processes,

@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// `vipsload thumb` as a batch worker, on real files: stable names, clashes,

@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 final class ThumbCommandTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// `vipsload thumb` with credentials in URLs (issue 13, item 7): they are

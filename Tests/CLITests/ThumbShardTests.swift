@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// `thumb --shard K/N` and the shards job engines assign through the

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// `vipsload thumb` leaves no temporary file behind (issue 13, item 1): not

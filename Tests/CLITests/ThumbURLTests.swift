@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import TestSupport
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 /// `vipsload thumb` with http(s) URLs, `--input-list` and `--cache-dir`,
