@@ -33,9 +33,13 @@ swift build --package-path Fuzz --scratch-path "$root/build" --product FuzzDecod
   { grep -v -e "prohibited flag(s): -pthread" -e "Cannot export local symbol" || true; }
 bin="$root/build/debug/FuzzDecode"
 
-# Seeds: regenerated every run (deterministic), plus HEIF/AVIF made with the
-# vips CLI when its HEIF saver is available (VipsCore does not encode HEIF).
-"$bin" --write-seeds "$root/seeds" >/dev/null
+# Seeds: regenerated every run (deterministic) by `vipsload corpus --fuzz-seeds` (VipsBench's
+# FuzzSeedCorpus: the image synthesiser is a target of the root package, not a product this
+# harness could import), built as scripts/test.sh builds it so that its build is reused; plus
+# HEIF/AVIF made with the vips CLI when its HEIF saver is available (VipsCore does not encode HEIF).
+swift build --product vipsload -Xswiftc -warnings-as-errors 2>&1 |
+  { grep -v -e "prohibited flag(s): -pthread" || true; } >&2
+"$(swift build --show-bin-path)/vipsload" corpus --fuzz-seeds "$root/seeds" >/dev/null
 if command -v vips >/dev/null 2>&1; then
   vips copy "$root/seeds/rgba.png" "$root/seeds/rgba.avif" 2>/dev/null || true
   vips copy "$root/seeds/rgb.png" "$root/seeds/rgb.heic[compression=hevc]" 2>/dev/null || true

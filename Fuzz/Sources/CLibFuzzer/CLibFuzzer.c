@@ -1,6 +1,3 @@
-#include <stdio.h>
-#include <string.h>
-
 #include "CLibFuzzer.h"
 
 /* From <vips/object.h> (declared here so this target needs no libvips headers; VipsCore links libvips).
@@ -25,16 +22,10 @@ int FuzzLiveVipsObjects(void) {
  * `--defsym main=<Module>_main` (so tests can link executables), and
  * `-sanitize=fuzzer` makes swiftc alias a Swift entry point to
  * LLVMFuzzerTestOneInput, so neither libFuzzer's own main nor a Swift one can
- * be used. This C definition takes the renamed slot: it writes the seed corpus
- * (`--write-seeds FOLDER`) or hands the command line to libFuzzer's driver.
+ * be used. This C definition takes the renamed slot and hands the command
+ * line to libFuzzer's driver. (The seed corpus is written by `vipsload corpus
+ * --fuzz-seeds`, see scripts/fuzz.sh.)
  */
 int FuzzDecode_main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "--write-seeds") == 0) {
-        if (argc != 3) {
-            fputs("usage: FuzzDecode --write-seeds FOLDER\n", stderr);
-            return 2;
-        }
-        return FuzzDecodeWriteSeeds(argv[2]);
-    }
     return LLVMFuzzerRunDriver(&argc, &argv, LLVMFuzzerTestOneInput);
 }

@@ -1,9 +1,9 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
 
 // Resize modes and processors with random parameters on every input the
 // probe accepted. The parameters come from the input's own bytes (a hash
-// seeding a SplitMix64 generator), so a crasher reproduces from its file.
+// seeding `InputSeededGenerator`), so a crasher reproduces from its file.
 // Promises checked:
 // - a bad parameter (a size ≤ 0, a mode that needs a box given one side, a
 //   crop outside the image, a radius too large, an overlay larger than the
@@ -23,11 +23,27 @@ private func checkShape(_ bitmap: Bitmap, _ what: String) {
     }
 }
 
+/// Pseudo-random numbers from a seed (xorshift64*): the harness's own, since
+/// the project's `SplitMix64` lives in `VipsSynthesis`, a target of the root
+/// package that this separate package cannot import.
+private struct InputSeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed | 1 }
+
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 0x2545_F491_4F6C_DD1D
+    }
+}
+
 /// Runs one random mode and one random processor chain over `input`.
 func fuzzGeometry(_ data: Data, info: ImageInfo, decoder: ImageDecoder) {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in data.prefix(4096) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    var random = SplitMix64(seed: hash ^ UInt64(data.count))
+    var random = InputSeededGenerator(seed: hash ^ UInt64(data.count))
     let input = ImageInput.data(data)
 
     // Mostly small valid sides, sometimes zero or negative.

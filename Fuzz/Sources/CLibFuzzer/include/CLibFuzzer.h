@@ -1,6 +1,6 @@
 /*
- * The C side of the fuzz harness: libFuzzer's driver entry and the two
- * functions the Swift target exports with @_cdecl.
+ * The C side of the fuzz harness: libFuzzer's driver entry and the function
+ * the Swift target exports with @_cdecl.
  */
 #ifndef CLIBFUZZER_H
 #define CLIBFUZZER_H
@@ -14,8 +14,7 @@ int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *
 /* libvips objects (images, sources, operations) alive now: after each input it must be 0 again. */
 int FuzzLiveVipsObjects(void);
 
-/* Defined in Swift (FuzzTarget.swift, SeedCorpus.swift). */
+/* Defined in Swift (FuzzTarget.swift). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int FuzzDecodeWriteSeeds(const char *folder);
 
 #endif

@@ -1,11 +1,15 @@
 import Foundation
-@_spi(Testing) import VipsCore
+import VipsCore
+import VipsSynthesis
 
-/// The fuzzer's seed corpus: small generated images covering every decode path
-/// VipsCore has (each format and its variants, EXIF orientation, a progressive
-/// JPEG large enough for the DC-only 1/8 path), plus tiny inputs for formats
-/// that must be refused. Deterministic: the same bytes every run.
-enum SeedCorpus {
+/// The fuzzer's seed corpus (scripts/fuzz.sh, Fuzz/): small generated images
+/// covering every decode path VipsCore has (each format and its variants,
+/// EXIF orientation, ICC profiles, a progressive JPEG large enough for the
+/// DC-only 1/8 path), plus tiny inputs for formats that must be refused.
+/// Deterministic: the same bytes every run. Written by `vipsload corpus
+/// --fuzz-seeds DIR`: the fuzz harness is a package of its own, and the
+/// synthesiser (`VipsSynthesis`) is no product it could import.
+public enum FuzzSeedCorpus {
     private struct Seed {
         let name: String
         let width: Int
@@ -47,34 +51,21 @@ enum SeedCorpus {
         Seed(name: "deflate.tif", width: 32, height: 24, format: .tiff)
     ]
 
-    /// Writes the corpus into `folder`; returns the process exit status.
-    static func write(to folder: URL) -> Int32 {
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            for seed in images {
-                let data = try ImageSynthesizer.data(
-                    width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
-                    iccProfile: seed.iccProfile, format: seed.format)
-                try data.write(to: folder.appendingPathComponent(seed.name))
-            }
-            // Text formats libvips reads only with loaders it marks untrusted: they must be refused.
-            let svg =
-                #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
-            try Data(svg.utf8).write(to: folder.appendingPathComponent("tiny.svg"))
-            var ppm = Data("P6\n4 4\n255\n".utf8)
-            ppm.append(Data(repeating: 0x80, count: 4 * 4 * 3))
-            try ppm.write(to: folder.appendingPathComponent("tiny.ppm"))
-            print("\(images.count + 2) seeds in \(folder.path)")
-            return 0
-        } catch {
-            FileHandle.standardError.write(Data("FuzzDecode --write-seeds: \(error)\n".utf8))
-            return 1
+    /// Writes the corpus into `folder` (created when missing); returns how many files it wrote.
+    public static func write(to folder: URL) throws -> Int {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for seed in images {
+            let data = try ImageSynthesizer.data(
+                width: seed.width, height: seed.height, seed: 7, alpha: seed.alpha,
+                iccProfile: seed.iccProfile, format: seed.format)
+            try data.write(to: folder.appendingPathComponent(seed.name))
         }
+        // Text formats libvips reads only with loaders it marks untrusted: they must be refused.
+        let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
+        try Data(svg.utf8).write(to: folder.appendingPathComponent("tiny.svg"))
+        var ppm = Data("P6\n4 4\n255\n".utf8)
+        ppm.append(Data(repeating: 0x80, count: 4 * 4 * 3))
+        try ppm.write(to: folder.appendingPathComponent("tiny.ppm"))
+        return images.count + 2
     }
-}
-
-/// `FuzzDecode --write-seeds FOLDER` (called from the C main in CLibFuzzer).
-@_cdecl("FuzzDecodeWriteSeeds")
-public func fuzzDecodeWriteSeeds(_ folder: UnsafePointer<CChar>) -> Int32 {
-    SeedCorpus.write(to: URL(fileURLWithPath: String(cString: folder), isDirectory: true))
 }
