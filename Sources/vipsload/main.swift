@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Tooling) import VipsCore
+import VipsCore
 
 /// `vipsload`: info, thumb and bench over the VipsLoad library.
 let usage = """

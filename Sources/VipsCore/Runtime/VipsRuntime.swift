@@ -19,7 +19,8 @@ public enum VipsRuntime {
     ///
     /// Library code never prints: libvips' warnings (for example "premature end
     /// of JPEG file") would otherwise go to stderr through GLib's default handler.
-    public static var warningCount: Int { warnings.load(ordering: .relaxed) }
+    /// Package-only: a count for the project's tests and tools.
+    package static var warningCount: Int { warnings.load(ordering: .relaxed) }
 
     /// Threads libvips may use inside one image operation (default 1).
     ///
@@ -51,9 +52,8 @@ public enum VipsRuntime {
     /// and never falls. Two arenas and a fixed 256 KiB mmap threshold (large
     /// blocks go back to the kernel when freed) measured 30–50 % lower peak RSS
     /// in `vipsload bench`, at no measurable throughput cost.
-    /// SPI for the project's own tools (`@_spi(Tooling) import VipsCore`).
-    @_spi(Tooling)
-    public static func tuneAllocatorForImageWork(arenas: Int = 2, mmapThreshold: Int = 256 << 10) {
+    /// Package-only: for the project's own executables, not the library's API.
+    package static func tuneAllocatorForImageWork(arenas: Int = 2, mmapThreshold: Int = 256 << 10) {
         _ = mallopt(M_ARENA_MAX, Int32(clamping: max(1, arenas)))
         _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: max(4096, mmapThreshold)))
     }
