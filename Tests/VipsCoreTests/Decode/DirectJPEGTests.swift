@@ -160,6 +160,37 @@ final class DirectJPEGTests: XCTestCase {
         XCTAssertNil(read([]))
     }
 
+    func testSeveralEXIFSegmentsAreReadAsLibvipsReadsThem() throws {
+        // libvips keeps the first APP1 that starts "Exif" (a generated JPEG has one of its own, after
+        // these) and ignores the rest, even when the first holds no orientation. The direct codec's
+        // header must say the same.
+        let plain = [UInt8](try ImageSynthesizer.data(width: 64, height: 40, seed: 13, format: .jpeg()))
+        func app1(_ payload: [UInt8]) -> [UInt8] {
+            [0xFF, 0xE1, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        }
+        func exif(tag: UInt16, value: UInt8) -> [UInt8] {
+            Array("Exif".utf8) + [0, 0, 0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, UInt8(tag >> 8), UInt8(tag & 0xFF)]
+                + [0, 3, 0, 0, 0, 1, 0, value, 0, 0, 0, 0, 0, 0]
+        }
+        let orientation: UInt16 = 0x0112, software: UInt16 = 0x0131
+        let cases: [(String, [[UInt8]], Int)] = [
+            ("6 then 3", [exif(tag: orientation, value: 6), exif(tag: orientation, value: 3)], 6),
+            ("none then 3", [exif(tag: software, value: 3), exif(tag: orientation, value: 3)], 1),
+            ("garbage then 8", [Array("ExifXY".utf8) + [1, 2, 3, 4, 5, 6], exif(tag: orientation, value: 8)], 1),
+            ("9 then 5", [exif(tag: orientation, value: 9), exif(tag: orientation, value: 5)], 1),
+            ("no Exif prefix then 7", [Array("XMP".utf8) + [0, 1, 2], exif(tag: orientation, value: 7)], 7)
+        ]
+        for (label, segments, expected) in cases {
+            let data = Data(plain.prefix(2) + segments.flatMap(app1) + plain.dropFirst(2))
+            XCTAssertEqual(try fast.route(.data(data)), .direct, label)
+            XCTAssertEqual(try libvipsFast.info(.data(data)).orientation, expected, "\(label): libvips")
+            XCTAssertEqual(try fast.info(.data(data)).orientation, expected, "\(label): the direct codec")
+            let direct = try fast.decode(.data(data), size: .maxPixelSize(32))
+            let viaLibvips = try libvipsFast.decode(.data(data), size: .maxPixelSize(32))
+            XCTAssertEqual([direct.width, direct.height], [viaLibvips.width, viaLibvips.height], label)
+        }
+    }
+
     // MARK: - Errors and limits
 
     func testHostileAPP1AndAPP2SegmentsGiveTypedErrorsOrBitmaps() throws {
