@@ -14,24 +14,19 @@ extension PipelineEngine {
     /// unit (joined when one is in flight or loaded, else started).
     func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.workKey)
         if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit,
             let larger = memoryCache?.largerBitmap(for: request.key)
         {
             enqueueDecode(unit, request, .bitmap(larger), &effects)
             return unit
         }
-        let data: SharedWork<ImageData>
-        if let existing = loads[request.loadKey] {
-            data = existing
-            metrics.dataLoadsShared.add(1, ordering: .relaxed)
-        } else {
+        let (data, joined) = loads.join(request.loadKey) {
             var policy = request.dataPolicy
             if !storesOriginalData(request) { policy.writes = false }
-            data = startLoad(
-                request.request.source, key: request.loadKey, policy: policy,
-                priority: request.priority, &effects)
+            return startLoad(
+                request.request.source, key: request.loadKey, policy: policy, priority: request.priority, &effects)
         }
+        if joined { metrics.dataLoadsShared.add(1, ordering: .relaxed) }
         chain(unit, to: data, &effects) { [weak self] bytes, unit, effects in
             self?.enqueueDecode(unit, request, .data(bytes), &effects)
         }
@@ -43,21 +38,16 @@ extension PipelineEngine {
         _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
         _ effects: inout Effects
     ) {
-        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runDecode(unit, request, input) }
+        unit.enqueue({ [weak self] in self?.runDecode(unit, request, input) }, on: decodePool, &effects)
     }
 
     /// Runs one decode or downscale on a decode thread, stores the bitmap and
     /// delivers it; a unit disposed of while queued never decodes.
     private func runDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput) {
-        guard perform({ _ in unit.begin() }) else { return }
-        if let limit = decodeTimeLimit, limit <= .zero {
-            let error = VipsError(.invalidArgument, "decodeTimeLimit must be positive (or nil for none), not \(limit)")
-            perform { effects in unit.complete(with: .failure(error), &effects) }
-            return
-        }
+        guard lock.perform({ _ in unit.begin() }) else { return }
         let cancellation = DecodeCancellation()
         let watchdog = startWatchdog(cancellation, label: request.request.source.description) { [weak self] error in
-            self?.perform { effects in unit.complete(with: .failure(error), &effects) }
+            self?.lock.perform { effects in unit.complete(with: .failure(error), &effects) }
         }
         defer { watchdog?.cancel() }
         decodeObserver.withLock { $0 }?(request.key)
@@ -89,17 +79,7 @@ extension PipelineEngine {
             }
             result = result.map { $0.withSource(larger.source) }
         }
-        perform { effects in
-            // Stored before the unit leaves its table (same locked section), so
-            // an identical request arriving now finds one or the other. A unit
-            // whose tasks all left still stores: the work is done, and the row
-            // a user scrolled past may well come back.
-            // A unit that timed out has ended: its late result is dropped.
-            if case .success(let bitmap) = result, unit.isLive, unit.storesResult, let memoryCache {
-                memoryCache.store(bitmap, for: request.key)
-            }
-            unit.complete(with: result, &effects)
-        }
+        finish(unit, request, result)
     }
 }
 

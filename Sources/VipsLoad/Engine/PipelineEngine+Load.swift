@@ -13,37 +13,31 @@ extension PipelineEngine {
         _ effects: inout Effects
     ) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
-        loads.insert(unit, for: key)
         if usesDefaultLoader, source.isLocal {
-            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
+            unit.enqueue({ [weak self] in self?.runLocalLoad(unit, source) }, on: ioPool, &effects)
         } else if policy.cacheOnly || (!source.isLocal && dataCache != nil && policy.reads) {
-            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runCacheLookup(unit, source, policy) }
+            unit.enqueue({ [weak self] in self?.runCacheLookup(unit, source, policy) }, on: ioPool, &effects)
         } else {
             enqueueNetwork(unit, source, policy, revalidating: nil, &effects)
         }
         return unit
     }
 
+    /// Queues the unit's load on the network lane; the unit cancels it there
+    /// while it waits, and cancels its Swift task once it runs.
     private func enqueueNetwork(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
         revalidating stale: DiskCache.Hit?, _ effects: inout Effects
     ) {
-        let lane = loadLane
-        let id = lane.reserveID()
-        unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { [weak self] in
-            lane.enqueue(id, priority: priority) { [weak self] in
-                guard let self else { return lane.finish() }
-                self.startRemoteLoad(unit, source, policy, revalidating: stale)
-            }
-        }
+        unit.enqueue(
+            { [weak self] in await self?.runRemoteLoad(unit, source, policy, revalidating: stale) }, on: loadLane,
+            &effects)
     }
 
     /// Reads a local source on an I/O thread (a file is checked, not read:
     /// libvips reads it while decoding).
     private func runLocalLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource) {
-        guard perform({ _ in unit.begin() }) else { return }
+        guard lock.perform({ _ in unit.begin() }) else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
         let result = Result { () throws(VipsError) -> ImageData in try DataLoader.local(source) }
         finishLoad(unit, result)
@@ -53,9 +47,10 @@ extension PipelineEngine {
     /// entry (any entry, for a cache-only unit) completes the unit at once,
     /// without waiting behind downloads; otherwise the load moves to the
     /// network lane (revalidating a stale entry), or a cache-only unit fails
-    /// with `.notCached`.
+    /// with `.notCached`. The unit stays pending meanwhile (a lookup is not
+    /// the load): when its subscribers leave, the lookup's answer is dropped.
     private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy) {
-        guard perform({ _ in unit.begin() }) else { return }
+        guard lock.perform({ _ in unit.isLive }) else { return }
         var stale: DiskCache.Hit?
         var fresh: ImageData?
         if let disk = dataCache as? DiskCache {
@@ -88,36 +83,17 @@ extension PipelineEngine {
                             + ", and the request asks not to load it")))
             return
         }
-        perform { effects in
-            guard unit.isLive else { return }
-            enqueueNetwork(unit, source, policy, revalidating: stale, &effects)
-        }
+        lock.perform { effects in enqueueNetwork(unit, source, policy, revalidating: stale, &effects) }
     }
 
-    /// Starts a network-lane load in its own Swift task; its handle lets the
-    /// unit cancel it (which runs the loader's cancellation handlers, after
-    /// the engine lock is released).
-    private func startRemoteLoad(
-        _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?
-    ) {
-        let lane = loadLane
-        let task = Task { [weak self] in
-            defer { lane.finish() }
-            await self?.runRemoteLoad(unit, source, policy, revalidating: stale)
-        }
-        perform { effects in
-            unit.attach(WorkHandle(cancel: { task.cancel() }, setPriority: { _ in }), &effects)
-        }
-    }
-
+    /// Runs a load on the network lane, in the lane's Swift task (cancelled
+    /// when the unit is disposed of, which runs the loader's cancellation
+    /// handlers after the engine lock is released).
     private func runRemoteLoad(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
         revalidating stale: DiskCache.Hit?
     ) async {
-        // A unit that came through the cache lookup has begun already.
-        let live = perform { _ in unit.begin() || unit.isLive }
-        guard live, !Task.isCancelled else { return }
+        guard lock.perform({ _ in unit.begin() }), !Task.isCancelled else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
         var result: Result<ImageData, VipsError>
         do {
@@ -128,7 +104,7 @@ extension PipelineEngine {
                         source, key: policy.key, headers: policy.headers,
                         modifier: requestModifier,
                         progress: { [weak self] completed, total in
-                            self?.perform { effects in
+                            self?.lock.perform { effects in
                                 unit.reportProgress(completed: completed, total: total, &effects)
                             }
                         },
@@ -138,8 +114,9 @@ extension PipelineEngine {
                 result = .success(try await loader.loadData(for: source))
                 if let dataCache, policy.writes, !source.isLocal, case .success(let data) = result {
                     // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
+                    let priority = lock.perform { _ in unit.priority }
                     result = .success(
-                        await ioPool.run(priority: unit.priority) {
+                        await ioPool.run(priority: priority) {
                             (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
                         })
                 }
@@ -152,7 +129,7 @@ extension PipelineEngine {
 
     private func finishLoad(_ unit: SharedWork<ImageData>, _ result: Result<ImageData, VipsError>) {
         if case .success(let data) = result { metrics.bytesLoaded.add(data.byteCount, ordering: .relaxed) }
-        perform { effects in unit.complete(with: result, &effects) }
+        lock.perform { effects in unit.complete(with: result, &effects) }
     }
 }
 

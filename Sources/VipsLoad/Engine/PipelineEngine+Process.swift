@@ -16,19 +16,13 @@ extension PipelineEngine {
     /// its own account: only the processed result is, under its own key.
     func startProcess(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
         let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.workKey)
         let stage = request.decodeStage
         if stage.readsMemoryCache, let decoded = memoryCache?.peek(stage.key) {
             enqueueProcess(unit, request, decoded, &effects)
             return unit
         }
-        let decode: SharedWork<Bitmap>
-        if let existing = decodes[stage.workKey] {
-            decode = existing
-            metrics.coalesced.add(1, ordering: .relaxed)
-        } else {
-            decode = startDecode(stage, &effects)
-        }
+        let (decode, joined) = decodes.join(stage.workKey) { startDecode(stage, &effects) }
+        if joined { metrics.coalesced.add(1, ordering: .relaxed) }
         chain(unit, to: decode, &effects) { [weak self] bitmap, unit, effects in
             self?.enqueueProcess(unit, request, bitmap, &effects)
         }
@@ -40,25 +34,20 @@ extension PipelineEngine {
         _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
         _ effects: inout Effects
     ) {
-        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runProcess(unit, request, input) }
+        unit.enqueue({ [weak self] in self?.runProcess(unit, request, input) }, on: decodePool, &effects)
     }
 
     /// Runs the processors on a decode thread, stores the result under the
     /// processed key and delivers it; a unit disposed of while queued never runs.
     private func runProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap) {
-        guard perform({ _ in unit.begin() }) else { return }
+        guard lock.perform({ _ in unit.begin() }) else { return }
         processObserver.withLock { $0 }?(request.key)
         let processors = ImageProcessors.Composition(request.request.processors)
         var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input) }
         result = result.mapError { error in
             VipsError(error.kind, "\(request.request.source): \(error.message)", httpStatus: error.httpStatus)
         }
-        perform { effects in
-            if case .success(let bitmap) = result, unit.storesResult, let memoryCache {
-                memoryCache.store(bitmap, for: request.key)
-            }
-            unit.complete(with: result, &effects)
-        }
+        finish(unit, request, result)
     }
 }
 

@@ -16,11 +16,12 @@ import Synchronization
 ///   Swift task, cancelled when its last subscriber leaves.
 ///
 /// Locking: all bookkeeping (the unit tables, every unit's subscribers and
-/// phase, tasks' subscriptions) is guarded by one lock, taken only in
-/// `perform`; locked sections collect `Effects` (start, enqueue, cancel,
-/// deliver) that `perform` runs after unlocking. Lock order (asserted in debug
-/// builds by `Lock`): engine → task → queue → cache; nothing is called back
-/// while any of them is held.
+/// phase, tasks' subscriptions) is guarded by one `WorkLock`, taken only in
+/// `lock.perform`; locked sections collect `Effects` (start, enqueue, cancel,
+/// deliver) that run after unlocking. The memory cache is written outside it
+/// (`finish`), so bitmaps it evicts are freed under no engine lock. Lock order
+/// (asserted in debug builds by `Lock`): engine → task → queue → cache;
+/// nothing is called back while any of them is held.
 final class PipelineEngine: @unchecked Sendable {
     let metrics = MetricCounters()
     let memoryCache: MemoryCache?
@@ -55,8 +56,8 @@ final class PipelineEngine: @unchecked Sendable {
     /// Test hook: called on the decode thread as each processing unit's processors start.
     let processObserver = LockedState<(@Sendable (ImageCacheKey) -> Void)?>(nil)
 
+    let lock = WorkLock()
     // Guarded by `lock`.
-    private let lock = Lock(rank: .engine)
     /// Decode units, and processing units (keys with processors) beside them.
     let decodes = WorkTable<WorkKey, Bitmap>()
     let loads = WorkTable<String, ImageData>()
@@ -91,16 +92,6 @@ final class PipelineEngine: @unchecked Sendable {
         ioPool.shutDown()
     }
 
-    /// Runs `body` under the engine lock, then the effects it collected.
-    func perform<R>(_ body: (inout Effects) -> R) -> R {
-        var effects = Effects()
-        lock.lock()
-        let result = body(&effects)
-        lock.unlock()
-        effects.run()
-        return result
-    }
-
     // MARK: - Memory hits
 
     /// The memory-cached bitmap for a validated request, tagged with its
@@ -119,20 +110,19 @@ final class PipelineEngine: @unchecked Sendable {
     /// its data load) when none is in flight. A bitmap stored since the
     /// caller's first look completes the task at once.
     func submit(_ task: ImageTask, _ request: ValidatedRequest) {
-        let hit = perform { effects -> Bitmap? in
-            let unit: SharedWork<Bitmap>
+        let hit = lock.perform { effects -> Bitmap? in
             let storesProcessed = storesProcessedImage(request)
             let key = storesProcessed ? request.processedCacheWorkKey : request.workKey
-            if let existing = decodes[key] {
-                unit = existing
-                metrics.coalesced.add(1, ordering: .relaxed)
-            } else {
-                // A decode of this key may have finished since the caller's
-                // first look: completion stores the bitmap and leaves the table
-                // in one locked section, so this second look cannot miss it.
-                if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
-                unit = storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
+            // A decode of this key may have finished since the caller's first
+            // look: `finish` stores the bitmap before the unit leaves the table,
+            // so this second look cannot miss both.
+            if decodes[key] == nil, request.readsMemoryCache, let cached = memoryCache?.peek(request.key) {
+                return cached
             }
+            let (unit, joined) = decodes.join(key) {
+                storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
+            }
+            if joined { metrics.coalesced.add(1, ordering: .relaxed) }
             task.subscription = unit.subscribe(
                 priority: task.priority, storesResult: request.writesMemoryCache,
                 &effects
@@ -151,7 +141,7 @@ final class PipelineEngine: @unchecked Sendable {
 
     /// A task left (cancelled) or completed: it gives up its subscription.
     func detach(_ task: ImageTask) {
-        perform { effects in
+        lock.perform { effects in
             guard let subscription = task.subscription else { return }
             task.subscription = nil
             attachedTasks -= 1
@@ -162,7 +152,7 @@ final class PipelineEngine: @unchecked Sendable {
     /// A task's priority changed: its unit (and the units that unit waits
     /// for) move to their new highest priority.
     func priorityChanged(of task: ImageTask, to priority: ImageRequest.Priority) {
-        perform { effects in
+        lock.perform { effects in
             task.subscription?.setPriority(priority, &effects)
         }
     }
@@ -171,7 +161,7 @@ final class PipelineEngine: @unchecked Sendable {
 
     /// Sizes of the in-flight tables and lanes.
     var inFlight: ImagePipeline.InFlight {
-        let tables = perform { _ in (attachedTasks, decodes.count, loads.count) }
+        let tables = lock.perform { _ in (attachedTasks, decodes.count, loads.count) }
         return ImagePipeline.InFlight(
             tasks: tables.0, decodeJobs: tables.1, dataLoads: tables.2,
             queuedDecodes: decodePool.waitingCount, runningDecodes: decodePool.runningCount,
