@@ -86,6 +86,7 @@ extension ImagePipeline {
         public var requestModifier: (@Sendable (URLRequest) async throws -> URLRequest)?
         /// The longest one decode may take; nil for no limit. Default 30 s
         /// (a decode within the default `DecodeLimits` takes well under 2 s).
+        /// Set it with `setDecodeTimeLimit(_:)`, which refuses a limit of zero or less.
         ///
         /// At the limit the requests waiting for the decode fail with
         /// `.timedOut`, and the decode is stopped cooperatively
@@ -94,9 +95,19 @@ extension ImagePipeline {
         /// keeps its thread until it returns, and its result is dropped; a
         /// decode that never returns keeps it for good, so formats that can hang
         /// (the opt-in ones) belong in another process. An animation's decode
-        /// is stopped the same way, but its caller waits for the thread. A
-        /// limit of zero or less fails every decode with `.invalidArgument`.
-        public var decodeTimeLimit: Duration? = .seconds(30)
+        /// is stopped the same way, but its caller waits for the thread.
+        public private(set) var decodeTimeLimit: Duration? = .seconds(30)
+
+        /// Sets `decodeTimeLimit`: a positive duration, or nil for no limit.
+        ///
+        /// - Throws: `.invalidArgument` for a limit of zero or less (the
+        ///   configuration keeps its previous limit).
+        public mutating func setDecodeTimeLimit(_ limit: Duration?) throws(VipsError) {
+            if let limit, limit <= .zero {
+                throw VipsError(.invalidArgument, "decodeTimeLimit must be positive (or nil for none), not \(limit)")
+            }
+            decodeTimeLimit = limit
+        }
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
