@@ -12,8 +12,9 @@ extension PipelineEngine {
     /// Creates the decode unit for `request`: a downscale of a larger cached
     /// bitmap when there is one, otherwise a subscription to the source's data
     /// unit (joined when one is in flight or loaded, else started).
-    func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
-        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
+    func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<ImageResponse> {
+        let unit = SharedWork<ImageResponse>(
+            priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit,
             let larger = memoryCache?.largerBitmap(for: request.key)
         {
@@ -35,7 +36,7 @@ extension PipelineEngine {
 
     /// Queues the unit's decode on the decode lane.
     private func enqueueDecode(
-        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: DecodeInput,
         _ effects: inout Effects
     ) {
         unit.enqueue({ [weak self] in self?.runDecode(unit, request, input) }, on: decodePool, &effects)
@@ -43,7 +44,7 @@ extension PipelineEngine {
 
     /// Runs one decode or downscale on a decode thread, stores the bitmap and
     /// delivers it; a unit disposed of while queued never decodes.
-    private func runDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput) {
+    private func runDecode(_ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: DecodeInput) {
         guard lock.perform({ _ in unit.begin() }) else { return }
         let cancellation = DecodeCancellation()
         let watchdog = startWatchdog(cancellation, label: request.request.source.description) { [weak self] error in
@@ -53,6 +54,7 @@ extension PipelineEngine {
         decodeObserver.withLock { $0 }?(request.key)
 
         var result: Result<Bitmap, VipsError>
+        let origin: ImageResponse.Origin
         switch input {
         case .data(let data):
             metrics.decodesStarted.add(1, ordering: .relaxed)
@@ -65,6 +67,7 @@ extension PipelineEngine {
                 }
             }
             result = result.map { $0.fromDataCache(data.isFromDataCache) }
+            origin = data.isFromDataCache ? .dataCache : .load
             metrics.decodesFinished.add(1, ordering: .relaxed)
             if case .success(let bitmap) = result { metrics.bytesDecoded.add(bitmap.cost, ordering: .relaxed) }
             // The decoder names the file it read: a download's is a temporary
@@ -78,8 +81,9 @@ extension PipelineEngine {
                 }
             }
             result = result.map { $0.withSource(larger.source) }
+            origin = .derivedFromMemoryCache
         }
-        finish(unit, request, result)
+        finish(unit, request, result.map { ImageResponse(bitmap: $0, origin: origin) })
     }
 }
 

@@ -33,8 +33,9 @@ extension PipelineEngine {
     /// pending until its decode of the stored entry, or its encode and store,
     /// starts: leaving before then disposes of it (and of its fallback); once
     /// begun, the work finishes and fills the caches, as a decode does.
-    func startProcessedCacheWork(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
-        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
+    func startProcessedCacheWork(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<ImageResponse> {
+        let unit = SharedWork<ImageResponse>(
+            priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         if request.dataPolicy.reads {
             unit.enqueue({ [weak self] in self?.runProcessedLookup(unit, request) }, on: ioPool, &effects)
         } else {
@@ -44,7 +45,7 @@ extension PipelineEngine {
     }
 
     /// Looks the processed entry up on an I/O thread; a hit is decoded on the decode lane.
-    private func runProcessedLookup(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest) {
+    private func runProcessedLookup(_ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest) {
         guard lock.perform({ _ in unit.isLive }), let dataCache else { return }
         let key = request.processedCacheKey(format: processedImageFormat)
         let hit = dataCache.cachedData(for: key)
@@ -57,7 +58,7 @@ extension PipelineEngine {
     /// Decodes a stored processed entry on a decode thread and delivers it;
     /// bytes that pass their checksum but do not decode are removed and rebuilt.
     private func runProcessedDecode(
-        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ hit: CachedImageData, _ key: String
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ hit: CachedImageData, _ key: String
     ) {
         guard lock.perform({ _ in unit.begin() }), let dataCache else { return }
         let decoded = Result { () throws(VipsError) -> Bitmap in
@@ -66,7 +67,7 @@ extension PipelineEngine {
         switch decoded {
         case .success(let bitmap):
             dataCacheHits.add(1, ordering: .relaxed)
-            finish(unit, request, .success(bitmap.fromDataCache(true)))
+            finish(unit, request, .success(ImageResponse(bitmap: bitmap.fromDataCache(true), origin: .dataCache)))
         case .failure:
             dataCache.removeData(for: key)
             lock.perform { effects in fallBack(unit, request, &effects) }
@@ -75,22 +76,22 @@ extension PipelineEngine {
 
     /// Subscribes the unit to the ordinary work for its request (joined or
     /// started); its result is encoded and stored on the decode lane, then delivered.
-    private func fallBack(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ effects: inout Effects) {
+    private func fallBack(_ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ effects: inout Effects) {
         guard unit.isLive else { return }
         let (work, joined) = decodes.join(request.workKey) { startWork(request, &effects) }
         if joined { metrics.coalesced.add(1, ordering: .relaxed) }
-        chain(unit, to: work, &effects) { [weak self] bitmap, unit, effects in
+        chain(unit, to: work, &effects) { [weak self] response, unit, effects in
             guard let self else { return }
             guard request.dataPolicy.writes else {
-                effects.add { self.finish(unit, request, .success(bitmap)) }
+                effects.add { self.finish(unit, request, .success(response)) }
                 return
             }
             // The result exists: storing it is work begun, finished even if every subscriber leaves.
             _ = unit.begin()
             unit.enqueue(
                 { [weak self] in
-                    self?.storeProcessed(bitmap, request)
-                    self?.finish(unit, request, .success(bitmap))
+                    self?.storeProcessed(response.bitmap, request)
+                    self?.finish(unit, request, .success(response))
                 }, on: self.decodePool, &effects)
         }
     }

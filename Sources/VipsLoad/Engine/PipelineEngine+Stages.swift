@@ -36,18 +36,18 @@ extension PipelineEngine {
     /// the first to ask for storing has it stored after the unit completes).
     /// Call without the lock.
     func finish(
-        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ result: Result<Bitmap, VipsError>
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ result: Result<ImageResponse, VipsError>
     ) {
-        guard case .success(let bitmap) = result, let memoryCache else {
+        guard case .success(let response) = result, let memoryCache else {
             return lock.perform { effects in unit.complete(with: result, &effects) }
         }
         let stored = lock.perform { _ in unit.isLive && unit.storesResult }
-        if stored { memoryCache.store(bitmap, for: request.key) }
+        if stored { memoryCache.store(response.bitmap, for: request.key) }
         let storeLate = lock.perform { effects -> Bool in
             let late = !stored && unit.isLive && unit.storesResult
             unit.complete(with: result, &effects)
             return late
         }
-        if storeLate { memoryCache.store(bitmap, for: request.key) }
+        if storeLate { memoryCache.store(response.bitmap, for: request.key) }
     }
 }

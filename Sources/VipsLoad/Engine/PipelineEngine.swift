@@ -59,7 +59,7 @@ final class PipelineEngine: @unchecked Sendable {
     let lock = WorkLock()
     // Guarded by `lock`.
     /// Decode units, and processing units (keys with processors) beside them.
-    let decodes = WorkTable<WorkKey, Bitmap>()
+    let decodes = WorkTable<WorkKey, ImageResponse>()
     let loads = WorkTable<String, ImageData>()
     var attachedTasks = 0
 
@@ -135,7 +135,7 @@ final class PipelineEngine: @unchecked Sendable {
         if let hit {
             metrics.memoryHits.add(1, ordering: .relaxed)
             task.noteCacheHit(.memory)
-            task.complete(with: .value(hit))
+            task.complete(with: .value(ImageResponse(bitmap: hit, origin: .memoryCache)))
         }
     }
 

@@ -14,7 +14,7 @@ extension ImagePipeline {
             throw error
         case .task(let task):
             let bitmap = try await task.image
-            return ImageResponse(bitmap: bitmap, origin: bitmap.source?.fromDataCache == true ? .dataCache : .load)
+            return ImageResponse(bitmap: bitmap, origin: task.origin ?? .load)
         }
     }
 
