@@ -23,8 +23,8 @@ extension PipelineEngine {
 
     /// Creates the unit that serves a processed request through the data
     /// cache: its stored encoded result is looked up on the I/O lane and
-    /// decoded as it is on the decode lane (not counted as a decode of the
-    /// source); a miss (or an entry that fails its checksum, which the cache
+    /// decoded as it is on the decode lane (counted in `processedImageDecodes`,
+    /// not as a decode of the source); a miss (or an entry that fails its checksum, which the cache
     /// deletes) falls back to the ordinary decode or processing unit, joined
     /// or started, whose result is encoded and stored before it is delivered.
     ///
@@ -61,6 +61,7 @@ extension PipelineEngine {
         _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ hit: CachedImageData, _ key: String
     ) {
         guard lock.perform({ _ in unit.begin() }), let dataCache else { return }
+        metrics.processedImageDecodes.add(1, ordering: .relaxed)
         let decoded = Result { () throws(VipsError) -> Bitmap in
             try decoder.decode(hit.data.input, size: .original, scale: request.scale)
         }

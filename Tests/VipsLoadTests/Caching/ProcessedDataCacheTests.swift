@@ -6,9 +6,10 @@ import XCTest
 
 /// `DataCachePolicy`: processed images kept in the data cache, for files and URLs.
 final class ProcessedDataCacheTests: NetworkTestCase {
-    private func makePipeline(policy: DataCachePolicy = .automatic) throws -> ImagePipeline {
+    private func makePipeline(policy: DataCachePolicy = .automatic, decodeConcurrency: Int = 2) throws -> ImagePipeline
+    {
         var configuration = ImagePipeline.Configuration(
-            decodeConcurrency: 2, memoryCache: nil,
+            decodeConcurrency: decodeConcurrency, memoryCache: nil,
             dataCache: try makeCache(),
             http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
         configuration.dataCachePolicy = policy
@@ -44,6 +45,8 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         let again = try await thumbnails(paths, second)
         XCTAssertEqual(again, sizes)
         XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(second.metrics.processedImageDecodes, 3, "the stored thumbnails are what it decoded")
+        XCTAssertEqual(first.metrics.processedImageDecodes, 0)
         XCTAssertEqual(second.metrics.diskHits, 3)
         // The very pixels (stored lossless).
         let original = try await first.image(
@@ -64,6 +67,31 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         let replaced = try await thumbnails([paths[1]], third)
         XCTAssertEqual(replaced, [[64, 64]])
         XCTAssertEqual(third.metrics.decodesStarted, 1)
+    }
+
+    func testAStoredEntrysDecodeIsItsUnitsWorkMovedAndCancelledWithIt() async throws {
+        let folder = try ImageFolder()
+        let paths = try (0..<3).map { try folder.jpeg("photo-\($0)", width: 300, height: 200, seed: $0) }
+        _ = try await thumbnails(paths, try makePipeline())
+        let pipeline = try makePipeline(decodeConcurrency: 1)
+        pipeline.isDecodingSuspended = true
+        let order = LockedState<[Int]>([])
+        let tasks = paths.enumerated().map { index, path in
+            let task = pipeline.imageTask(with: ImageRequest(path: path, size: .maxPixelSize(64), priority: .low))
+            task.onCompletion { _ in order.withLock { $0.append(index) } }
+            return task
+        }
+        await waitUntil("the three lookups queue their decodes") { pipeline.inFlight.queuedDecodes == 3 }
+        tasks[2].priority = .veryHigh
+        tasks[0].cancel()
+        XCTAssertEqual(pipeline.inFlight.queuedDecodes, 2, "the cancelled task's decode left the queue")
+        pipeline.isDecodingSuspended = false
+        for task in tasks[1...] { _ = try await task.image }
+        await waitUntil("every completion is observed") { order.withLock { $0.count } == 3 }
+        XCTAssertEqual(order.withLock { $0 }, [0, 2, 1], "the raised task's decode ran first")
+        XCTAssertEqual(pipeline.metrics.processedImageDecodes, 2)
+        XCTAssertEqual(pipeline.metrics.decodesStarted, 0)
+        await waitUntil("the pipeline is idle") { pipeline.inFlight.isIdle }
     }
 
     func testACorruptedProcessedEntryIsDetectedAndRebuiltNeverServed() async throws {
