@@ -9,9 +9,11 @@ import Foundation
 ///
 /// Layout: `entries/<hash>.<generation>.body` holds the bytes as they came,
 /// so the decoder reads the file directly; `entries/<hash>.meta` (JSON) holds
-/// the key, length, checksums and HTTP validators, and its modification time is
-/// the last access. `tmp/` holds writes in progress and the links handed to
-/// readers.
+/// the key, length, checksums, HTTP validators and the source's header, and
+/// its modification time is the last access. `tmp/` holds writes in progress
+/// and the links handed to readers; `format` names the entries' format
+/// version: entries of another version are never read, and the first sweep
+/// of a folder written in another format removes them.
 ///
 /// Safe with several instances and processes on one folder: every write goes
 /// to a temporary file renamed into place (metadata last), bodies are never
@@ -32,6 +34,7 @@ public final class DiskCache: Sendable {
 
     /// The folder, size limit and checks the cache was opened with.
     public let configuration: Configuration
+    let rootDirectory: String
     let entriesDirectory: String
     let temporaryDirectory: String
 
@@ -44,6 +47,8 @@ public final class DiskCache: Sendable {
         var sweepAgain = false
         /// The last access stamp given out (ns), to keep stamps strictly increasing.
         var lastStamp: Int64 = 0
+        /// Whether this instance has checked the folder's format (`removeEntriesOfOtherFormats`).
+        var formatChecked = false
     }
 
     let state = LockedState(State(), rank: .cache)
@@ -63,6 +68,7 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         inFlight = ByteBudget(limit: configuration.sizeLimit)
         let root = configuration.directory.standardizedFileURL.path
+        rootDirectory = root
         entriesDirectory = root + "/entries"
         temporaryDirectory = root + "/tmp"
         for directory in [entriesDirectory, temporaryDirectory] {
@@ -270,7 +276,9 @@ public final class DiskCache: Sendable {
 
         // The full checksum was computed as the bytes were written; only the
         // sampled one (three 64 KiB windows) reads the finished file.
-        let checksum = summary.checksum
+        guard let checksum = summary.checksum else {
+            return try refused(VipsError(.internal, "cannot checksum \(file.path)"), bytesAt: file.path)
+        }
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             return try refused(

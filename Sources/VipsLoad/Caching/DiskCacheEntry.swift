@@ -20,12 +20,13 @@ public struct DiskCacheEntry: Sendable, Hashable, Codable {
     /// The body's file name inside the entries folder (unique per write, so a
     /// replacement never changes a body a reader may hold).
     let bodyFile: String
-    /// Checksum of every byte (`ContentChecksum`).
+    /// Checksum of every byte (`ContentChecksum`: XXH3-64 since version 2).
     let checksum: String
     /// Checksum of the start, middle and end windows, for large entries.
     let sampledChecksum: String
 
-    static let currentVersion = 1
+    /// 2: XXH3 checksums and file names (version 1 used FNV-1a and a checksum of the project's own).
+    static let currentVersion = 2
 
     /// Whether the entry may be served without asking the server: entries
     /// stored without HTTP metadata are always fresh.

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Writing does little else: FoundationNetworking delivers body chunks with
 /// no back-pressure, so any work here that is slower than the network piles
-/// the chunks up in memory. The only extra is the cache entry's checksum,
-/// a few word operations per 8 bytes (gigabytes per second), so a body is
-/// checksummed once, as it streams, and never read back whole.
+/// the chunks up in memory. The only extra is the cache entry's checksum
+/// (XXH3, gigabytes per second), so a body is checksummed once, as it
+/// streams, and never read back whole.
 ///
 /// Deletes its file when released, unless `finish()` handed the file over.
 final class StreamingFileWriter: Sendable {
@@ -19,8 +19,8 @@ final class StreamingFileWriter: Sendable {
         let byteCount: Int
         /// Up to 32 leading bytes.
         let prefix: [UInt8]
-        /// `ContentChecksum` of every byte written.
-        let checksum: String
+        /// `ContentChecksum` of every byte written (nil when none could be kept).
+        let checksum: String?
     }
 
     private struct State {
