@@ -91,18 +91,21 @@ public final class DiskCache: Sendable {
 
     // MARK: - Writing
 
-    /// A writer that streams a new entry for `key` into the cache.
-    func makeWriter(for key: String) throws(VipsError) -> DiskCacheWriter {
-        try DiskCacheWriter(cache: self, key: key)
-    }
-
     /// Stores `data` under `key` (atomically replacing any previous entry).
     @discardableResult
     public func store(_ data: Data, for key: String, http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry
     {
-        let writer = try makeWriter(for: key)
-        try writer.write(data)
-        return try writer.commit(http: http)
+        let file = try makeTemporaryFile()
+        do throws(VipsError) {
+            try file.write(data)
+        } catch {
+            noteWriteFailure()
+            throw error
+        }
+        switch try commit(file, key: key, http: http, sourceInfo: nil, openForReading: false, keepingBytes: false) {
+        case .committed(let hit): return hit.entry
+        case .uncached(_, let reason): throw reason
+        }
     }
 
     /// Replaces the HTTP metadata of a stored entry (after a `304 Not Modified`)
@@ -200,42 +203,25 @@ public final class DiskCache: Sendable {
         return recreated
     }
 
-    /// What became of a download handed to `commitDownload`.
+    /// What became of a file handed to `commit`.
     enum CommitOutcome {
-        /// Stored; the hit's data is a private link to the new body.
+        /// Stored; with `openForReading`, the hit's data is a private link to the new body.
         case committed(Hit)
         /// Not stored because the file system refused (full, read-only, folder
-        /// gone); the complete bytes are still readable from `data`, a file
-        /// deleted when released.
+        /// gone); with `keepingBytes`, the complete bytes are still readable
+        /// from `data`, a file deleted when released.
         case uncached(ImageData, reason: VipsError)
     }
 
     /// Commits a completely written temporary file as the entry for `key`.
     ///
     /// Refuses empty bodies, bodies that are not an image (by magic number)
-    /// and bodies larger than the size limit; the file is deleted on failure.
-    /// With `openForReading`, the hit's data is a private link to the new body.
+    /// and bodies larger than the size limit; the file is deleted then. When
+    /// the file system refuses the entry, the bytes are kept for the caller
+    /// with `keepingBytes` (a full or read-only cache must not cost a
+    /// download), deleted otherwise.
     func commit(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
-        openForReading: Bool
-    ) throws(VipsError) -> Hit {
-        switch try commit(file, key: key, http: http, openForReading: openForReading, keepingBytes: false) {
-        case .committed(let hit): return hit
-        case .uncached(_, let reason): throw reason
-        }
-    }
-
-    /// Commits a downloaded body like `commit`, except that when the file
-    /// system refuses the entry the bytes are kept for the caller rather than
-    /// deleted: a full or read-only cache must not cost the download.
-    func commitDownload(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?
-    ) throws(VipsError) -> CommitOutcome {
-        try commit(file, key: key, http: http, openForReading: true, keepingBytes: true)
-    }
-
-    func commit(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?, sourceInfo: ImageInfo?,
         openForReading: Bool, keepingBytes: Bool
     ) throws(VipsError) -> CommitOutcome {
         let summary = try file.finish()
@@ -301,7 +287,7 @@ public final class DiskCache: Sendable {
         let reading = openForReading ? linkForReading(bodyPath) : nil
         let previous = readEntry(stem: stem, removingUnreadable: false)
         let entry = DiskCacheEntry(
-            key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
+            key: key, byteCount: summary.byteCount, storedAt: Date(), http: http, sourceInfo: sourceInfo,
             version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
             checksum: checksum, sampledChecksum: sampled)
         do throws(VipsError) {
@@ -314,7 +300,7 @@ public final class DiskCache: Sendable {
         }
         noteWrite(bytes: summary.byteCount)
         let data = ImageData(
-            input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
+            input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount, leadingBytes: summary.prefix,
             removingFileOnRelease: reading?.owned ?? false)
         return .committed(Hit(entry: entry, data: data))
     }

@@ -14,6 +14,10 @@ public struct DiskCacheEntry: Sendable, Hashable, Codable {
     public let storedAt: Date
     /// The HTTP response's validators and freshness; nil for data stored without HTTP.
     public internal(set) var http: HTTPCacheMetadata?
+    /// The header of the image the entry was made from, when the body is not
+    /// that image itself (a processed thumbnail keeps its source's size,
+    /// format, orientation and pages); nil otherwise.
+    public let sourceInfo: ImageInfo?
 
     /// The metadata layout; entries of another version are misses.
     let version: Int

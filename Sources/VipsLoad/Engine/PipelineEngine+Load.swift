@@ -2,7 +2,7 @@ import Foundation
 
 extension PipelineEngine {
     /// Creates the data unit for a source and queues its first step: local
-    /// sources of the default loader are read on the I/O lane; remote sources
+    /// sources of a `DataLoader` are read on the I/O lane; remote sources
     /// are looked up in the data cache on the I/O lane (unless `policy` skips
     /// its reads), then loaded on the network lane; everything else goes to
     /// the network lane at once. A cache-only unit never reaches the network
@@ -13,7 +13,7 @@ extension PipelineEngine {
         _ effects: inout Effects
     ) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
-        if usesDefaultLoader, source.isLocal {
+        if readsLocalSources, source.isLocal {
             unit.enqueue({ [weak self] in self?.runLocalLoad(unit, source) }, on: ioPool, &effects)
         } else if policy.cacheOnly || (!source.isLocal && dataCache != nil && policy.reads) {
             unit.enqueue({ [weak self] in self?.runCacheLookup(unit, source, policy) }, on: ioPool, &effects)
@@ -27,7 +27,7 @@ extension PipelineEngine {
     /// while it waits, and cancels its Swift task once it runs.
     private func enqueueNetwork(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?, _ effects: inout Effects
+        revalidating stale: CachedImageData?, _ effects: inout Effects
     ) {
         unit.enqueue(
             { [weak self] in await self?.runRemoteLoad(unit, source, policy, revalidating: stale) }, on: loadLane,
@@ -51,25 +51,17 @@ extension PipelineEngine {
     /// the load): when its subscribers leave, the lookup's answer is dropped.
     private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy) {
         guard lock.perform({ _ in unit.isLive }) else { return }
-        var stale: DiskCache.Hit?
-        var fresh: ImageData?
-        if let disk = dataCache as? DiskCache {
-            if let hit = disk.lookup(policy.key) {
-                if policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
-                    fresh = hit.data
-                } else if hit.entry.http?.canRevalidate == true, policy.writes {
-                    stale = hit
-                }
-            }
-        } else if let dataCache, let hit = dataCache.cachedData(for: policy.key),
-            policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.isFresh()
+        var stale: CachedImageData?
+        let hit = dataCache?.cachedData(for: policy.key)
+        // Only the pipeline's own downloader can ask the server about a stored entry.
+        switch cachePolicy.use(of: hit, cacheOnly: policy.cacheOnly, canRevalidate: httpLoader != nil && policy.writes)
         {
-            fresh = hit.data
-        }
-        if let fresh {
+        case .serve(let data):
             dataCacheHits.add(1, ordering: .relaxed)
-            finishLoad(unit, .success(ImageData(fromDataCache: fresh)))
+            finishLoad(unit, .success(ImageData(fromDataCache: data)))
             return
+        case .revalidate(let entry): stale = entry
+        case .load: break
         }
         if policy.cacheOnly {
             finishLoad(
@@ -91,14 +83,14 @@ extension PipelineEngine {
     /// handlers after the engine lock is released).
     private func runRemoteLoad(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?
+        revalidating stale: CachedImageData?
     ) async {
         guard lock.perform({ _ in unit.begin() }), !Task.isCancelled else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
         var result: Result<ImageData, VipsError>
-        do {
-            if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
-                // The default loader streams into a disk cache and revalidates its entries itself.
+        do throws(VipsError) {
+            if let httpLoader, !source.isLocal {
+                // The pipeline's own downloader streams into the data cache and revalidates its entries itself.
                 result = .success(
                     try await httpLoader.download(
                         source, key: policy.key, headers: policy.headers,
@@ -108,21 +100,20 @@ extension PipelineEngine {
                                 unit.reportProgress(completed: completed, total: total, &effects)
                             }
                         },
-                        cache: policy.writes ? dataCache as? DiskCache : nil,
+                        cache: policy.writes ? dataCache : nil,
                         revalidating: stale))
             } else {
-                result = .success(try await loader.loadData(for: source))
-                if let dataCache, policy.writes, !source.isLocal, case .success(let data) = result {
-                    // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
+                let data = try await loader.loadData(for: source)
+                result = .success(data)
+                if let dataCache, policy.writes, !source.isLocal {
+                    // Another loader's result: stored by the pipeline, on the I/O lane.
                     let priority = lock.perform { _ in unit.priority }
                     result = .success(
-                        await ioPool.run(priority: priority) {
-                            (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
-                        })
+                        await ioPool.run(priority: priority) { (try? dataCache.store(data, for: policy.key)) ?? data })
                 }
             }
         } catch {
-            result = .failure(VipsError.from(error, source: source))
+            result = .failure(error)
         }
         finishLoad(unit, result)
     }
@@ -143,8 +134,9 @@ extension PriorityThreadPool {
 }
 
 extension VipsError {
-    /// Any error a loader threw, as a `VipsError`: cancellation is `.cancelled`,
-    /// a foreign error `.internal`, each naming the source.
+    /// Any error of a step that may throw others, as a `VipsError`:
+    /// cancellation is `.cancelled`, a foreign error `.internal`, each naming
+    /// the source.
     static func from(_ error: any Error, source: ImageSource) -> VipsError {
         switch error {
         case let error as VipsError: return error

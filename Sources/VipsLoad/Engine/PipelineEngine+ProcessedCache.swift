@@ -68,7 +68,12 @@ extension PipelineEngine {
         switch decoded {
         case .success(let bitmap):
             dataCacheHits.add(1, ordering: .relaxed)
-            finish(unit, request, .success(ImageResponse(bitmap: bitmap.fromDataCache(true), origin: .dataCache)))
+            // The stored image's own header is the thumbnail's: the response describes its source.
+            var served = bitmap.fromDataCache(true)
+            if let info = hit.sourceInfo {
+                served = served.withSource(BitmapSource(info: info, decodedLeniently: false, fromDataCache: true))
+            }
+            finish(unit, request, .success(ImageResponse(bitmap: served, origin: .dataCache)))
         case .failure:
             dataCache.removeData(for: key)
             lock.perform { effects in fallBack(unit, request, &effects) }
@@ -97,12 +102,14 @@ extension PipelineEngine {
         }
     }
 
-    /// Encodes and stores a processed result; a cache that refuses it costs only the caching.
+    /// Encodes and stores a processed result, with its source's header; a
+    /// cache that refuses it costs only the caching.
     private func storeProcessed(_ bitmap: Bitmap, _ request: ValidatedRequest) {
         guard let dataCache,
             let encoded = try? ImageEncoder().encode(bitmap, as: processedImageFormat)
         else { return }
         let data = ImageData(input: .data(encoded.data), byteCount: encoded.data.count)
-        _ = try? dataCache.store(data, for: request.processedCacheKey(format: processedImageFormat), http: nil)
+        _ = try? dataCache.store(
+            data, for: request.processedCacheKey(format: processedImageFormat), sourceInfo: bitmap.source?.info)
     }
 }

@@ -25,9 +25,12 @@ import Synchronization
 final class PipelineEngine: @unchecked Sendable {
     let metrics = MetricCounters()
     let memoryCache: MemoryCache?
-    /// The data loader for remote sources (and, when custom, for every source).
+    /// The loader the network lane calls: a custom loader (for every
+    /// source), or a `DataLoader`'s `remoteLoader` (for remote ones).
     let loader: any ImageDataLoading
-    /// The default loader's downloader (nil with a custom loader).
+    /// The pipeline's own downloader, with a `DataLoader` that has no
+    /// `remoteLoader` (the default): it streams into the data cache and
+    /// revalidates its entries. Nil otherwise.
     let httpLoader: HTTPDataLoader?
     /// Consulted before any loader for remote sources.
     let dataCache: (any ImageDataCaching)?
@@ -43,9 +46,9 @@ final class PipelineEngine: @unchecked Sendable {
     let resizesFromLargerCachedImages: Bool
     /// `Configuration.decodeTimeLimit`.
     let decodeTimeLimit: Duration?
-    /// Whether `loader` is the default `DataLoader`, whose local sources the
-    /// engine reads on the I/O lane instead of the network lane.
-    let usesDefaultLoader: Bool
+    /// Whether the configured loader is a `DataLoader`, whose local sources
+    /// the engine reads on the I/O lane instead of the network lane.
+    let readsLocalSources: Bool
 
     let decodePool: PriorityThreadPool
     let ioPool: PriorityThreadPool
@@ -66,16 +69,24 @@ final class PipelineEngine: @unchecked Sendable {
     init(configuration: ImagePipeline.Configuration) {
         memoryCache = configuration.memoryCache
         decoder = ImageDecoder(options: configuration.decodeOptions)
-        if let custom = configuration.dataLoader {
-            loader = custom
-            httpLoader = nil
+        // The default loader is a value like any other: any `DataLoader` gets the
+        // pipeline's lanes, whether made by `Configuration()` or passed in.
+        if let standard = configuration.dataLoader as? DataLoader {
+            readsLocalSources = true
+            if let remote = standard.remoteLoader {
+                loader = remote
+                httpLoader = nil
+            } else {
+                let http = HTTPDataLoader(configuration: configuration.http, cache: nil, limitsDownloads: false)
+                loader = http
+                httpLoader = http
+            }
         } else {
-            let http = configuration.makeHTTPLoader()
-            loader = DataLoader(remoteLoader: http)
-            httpLoader = http
+            readsLocalSources = false
+            loader = configuration.dataLoader
+            httpLoader = nil
         }
-        usesDefaultLoader = configuration.dataLoader == nil
-        dataCache = configuration.effectiveDataCache
+        dataCache = configuration.dataCache
         cachePolicy = configuration.http.cachePolicy
         requestModifier = configuration.requestModifier
         dataCachePolicy = configuration.dataCachePolicy
@@ -158,6 +169,9 @@ final class PipelineEngine: @unchecked Sendable {
     }
 
     // MARK: - Diagnostics
+
+    /// The counters of the loader's network and disk-cache work.
+    var networkMetrics: HTTPLoaderMetrics? { loader.networkMetrics }
 
     /// Sizes of the in-flight tables and lanes.
     var inFlight: ImagePipeline.InFlight {

@@ -19,8 +19,9 @@ final class HTTPTransfer: Sendable {
     /// Where a body goes, chosen when the response head arrives.
     struct Sink: Sendable {
         let file: StreamingFileWriter
-        /// The caching metadata, when the body is to be committed to the disk cache.
-        let cacheMetadata: HTTPCacheMetadata?
+        /// The data-cache entry `file` belongs to and the metadata to commit
+        /// it with, when the body is to be stored there.
+        let cacheEntry: (writer: ImageDataCacheWriter, http: HTTPCacheMetadata)?
         /// For a disk-cache sink: makes the uncached file the body moves to
         /// when the cache's file system refuses a write (full, read-only,
         /// folder deleted), so a cache fault does not cost the download.
@@ -39,7 +40,7 @@ final class HTTPTransfer: Sendable {
                 throw error
             }
             file.discard()
-            return Sink(file: replacement, cacheMetadata: nil)
+            return Sink(file: replacement, cacheEntry: nil)
         }
     }
 

@@ -7,8 +7,9 @@ extension ImagePipeline {
     /// count; a still image is one frame. The opt-in counterpart of
     /// `image(for:)`, which gives the first frame.
     ///
-    /// The bytes come through the pipeline's data loader (and data cache);
-    /// the decode runs on its decode threads at the request's priority. The
+    /// The bytes come through the pipeline's data loading as `data(for:)`
+    /// loads them (data cache, lanes, a load of the same source in flight
+    /// joined); the decode runs on its decode threads at the request's priority. The
     /// frames are neither cached nor coalesced; the decoder's limits apply to
     /// all frames together. `request.mode` must be `.fit` and it must have no processors.
     ///
@@ -20,12 +21,7 @@ extension ImagePipeline {
         guard case .fit = request.mode, request.processors.isEmpty else {
             throw VipsError(.invalidArgument, "\(request.source): animations are fitted, without processors")
         }
-        let data: ImageData
-        do {
-            data = try await engine.loader.loadData(for: request.source)
-        } catch {
-            throw VipsError.from(error, source: request.source)
-        }
+        let data = try await self.data(for: request)
         let decoder = engine.decoder
         let limit = engine.decodeTimeLimit
         let result = await engine.decodePool.run(priority: request.priority) {

@@ -370,7 +370,7 @@ enum ThumbCommand {
         configuration.http.headers.merge(headers) { _, given in given }
         if let cache {
             do throws(VipsError) {
-                configuration.diskCache = try DiskCache(
+                configuration.dataCache = try DiskCache(
                     directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
             } catch {
                 // The images can still be downloaded: say so and carry on uncached.

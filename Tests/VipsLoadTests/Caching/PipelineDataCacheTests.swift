@@ -7,7 +7,9 @@ import XCTest
 
 /// The data cache as a pipeline dependency, file identity, and what errors name.
 final class PipelineDataCacheTests: NetworkTestCase {
-    private func makePipeline(cache: (any ImageDataCaching)?, loader: (any ImageDataLoading)? = nil) -> ImagePipeline {
+    private func makePipeline(
+        cache: (any ImageDataCaching)?, loader: any ImageDataLoading = DataLoader()
+    ) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         return ImagePipeline(
             configuration: .init(
@@ -51,7 +53,7 @@ final class PipelineDataCacheTests: NetworkTestCase {
         let bytes: Data
         let calls = LockedState(0)
         init(bytes: Data) { self.bytes = bytes }
-        func loadData(for source: ImageSource) async throws -> ImageData {
+        func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
             calls.withLock { $0 += 1 }
             return ImageData(input: .data(bytes), byteCount: bytes.count)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+@_spi(Testing) import VipsCore
 import XCTest
 
 @testable import VipsLoad
@@ -94,6 +95,38 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         await waitUntil("the pipeline is idle") { pipeline.inFlight.isIdle }
     }
 
+    func testAProcessedHitDescribesItsSourceNotTheStoredThumbnail() async throws {
+        let folder = try ImageFolder()
+        let rotated = try folder.write(
+            "rotated.jpg", ImageSynthesizer.data(width: 400, height: 300, format: .jpeg(orientation: 6)))
+        let frames = try [UInt8(10), 130, 250].map { level in
+            try Bitmap(width: 60, height: 40, channels: 3, pixels: [UInt8](repeating: level, count: 60 * 40 * 3))
+        }
+        let clip = try folder.write(
+            "clip.webp",
+            try ImageEncoder().encode(
+                try AnimatedBitmap(frames: frames, delays: [40, 80, 120], loopCount: 0), as: .webp()
+            ).data)
+        let requests = [
+            ImageRequest(path: rotated, size: .maxPixelSize(64)), ImageRequest(path: clip, size: .maxPixelSize(30))
+        ]
+        let first = try makePipeline()
+        var decoded: [ImageInfo?] = []
+        for request in requests { decoded.append(try await first.response(for: request).sourceInfo) }
+        XCTAssertEqual(decoded[0].map { [$0.width, $0.height, $0.orientation, $0.pages] }, [300, 400, 6, 1])
+        XCTAssertEqual(decoded[0]?.format, .jpeg)
+        XCTAssertEqual(decoded[1]?.pages, 3)
+
+        let second = try makePipeline()
+        for (request, info) in zip(requests, decoded) {
+            let response = try await second.response(for: request)
+            XCTAssertEqual(response.origin, .dataCache)
+            XCTAssertEqual(response.sourceInfo, info, "the source's header, stored with the thumbnail")
+        }
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(second.metrics.processedImageDecodes, 2)
+    }
+
     func testACorruptedProcessedEntryIsDetectedAndRebuiltNeverServed() async throws {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 400, height: 200, seed: 4)
@@ -109,7 +142,8 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         XCTAssertEqual(rebuilt, expected)
         XCTAssertEqual(second.metrics.decodesStarted, 1, "rebuilt from the source")
         XCTAssertEqual(second.metrics.diskHits, 0)
-        XCTAssertEqual(second.configuration.diskCache?.metrics.corruptEntriesRemoved, 1, "caught by its checksum")
+        XCTAssertEqual(
+            (second.configuration.dataCache as? DiskCache)?.metrics.corruptEntriesRemoved, 1, "caught by its checksum")
         let third = try makePipeline()
         let served = try await thumbnails([path], third)
         XCTAssertEqual(served, expected)

@@ -74,9 +74,15 @@ final class GatedLoader: ImageDataLoading {
     /// Loads whose wait ended in cancellation.
     var cancelledWaits: Int { state.withLock { $0.cancelledWaits } }
 
-    func loadData(for source: ImageSource) async throws -> ImageData {
+    func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         state.withLock { $0.calls.append(source.key) }
-        if holds(source) { try await passGate() }
+        if holds(source) {
+            do {
+                try await passGate()
+            } catch {
+                throw .cancelled(source.description)
+            }
+        }
         return try await base.loadData(for: source)
     }
 
