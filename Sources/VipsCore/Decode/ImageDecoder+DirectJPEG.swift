@@ -70,7 +70,7 @@ extension ImageDecoder {
         _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
         allowUpscale: Bool
     ) throws(VipsError) -> Bitmap? {
-        let label = input.label
+        let label = name(of: input)
         // Mapped pages count in the resident set until the decode ends, so a large file goes
         // to libvips, which streams it through a small buffer.
         guard let data = Self.mappedBytes(input, upTo: Self.directFileLimit) else { return nil }
@@ -199,7 +199,7 @@ extension ImageDecoder {
     static func withBytes<R>(
         _ input: ImageInput, _ body: (UnsafeRawBufferPointer) throws(VipsError) -> R
     ) throws(VipsError) -> R {
-        guard let data = mappedBytes(input) else { throw VipsError(.io, "cannot read \(input.label)") }
+        guard let data = mappedBytes(input) else { throw VipsError(.io, "cannot read the file", source: input.label) }
         let result: Result<R, VipsError> = data.withUnsafeBytes { raw in
             do throws(VipsError) { return .success(try body(raw)) } catch { return .failure(error) }
         }

@@ -101,7 +101,7 @@ extension ImageDecoder {
         _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
         allowUpscale: Bool
     ) throws(VipsError) -> Bitmap? {
-        let label = input.label
+        let label = name(of: input)
         let result: Bitmap?? = try Self.withPNGReader(input, strict: options.strict) { reader throws(VipsError) in
             guard pngRoute(reader, box: box, allowUpscale: allowUpscale) == .direct, let header = reader.header else {
                 return nil

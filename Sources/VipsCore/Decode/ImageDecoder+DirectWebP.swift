@@ -151,7 +151,7 @@ extension ImageDecoder {
         _ input: ImageInput, box: (width: Int, height: Int)?, scale: Double,
         allowUpscale: Bool
     ) throws(VipsError) -> Bitmap? {
-        let label = input.label
+        let label = name(of: input)
         // Mapped whole, as libvips maps the source for libwebp.
         guard let data = Self.mappedBytes(input) else { return nil }
         return try Self.withBytes(.data(data)) { raw throws(VipsError) in

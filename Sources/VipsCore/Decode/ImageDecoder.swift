@@ -18,19 +18,28 @@ public struct ImageDecoder: Sendable {
     /// bytes, as a loader or cache read them), so admitting it needs neither
     /// an open nor a read. Used only for that exact input.
     package var knownFile: (path: String, byteCount: Int, prefix: [UInt8])?
+    /// What messages call the input, when the caller hands over a stand-in
+    /// for it (the pipeline names a download's temporary or cache file by the
+    /// request's URL, so no message names the stand-in); nil: `input.label`.
+    package var inputName: String?
 
     /// A decoder with `options` (default `DecodeOptions()`: 100 MP limit, lenient, fast shrink-on-load).
     public init(options: DecodeOptions = DecodeOptions()) {
         self.options = options
     }
 
+    /// What messages call `input`: `inputName` when the caller gave one.
+    func name(of input: ImageInput) -> String {
+        inputName ?? input.label
+    }
+
     // MARK: - Probe
 
     /// Reads the header only: size after EXIF orientation, format, bands, alpha, pages.
     public func info(_ input: ImageInput) throws(VipsError) -> ImageInfo {
-        let loader = try libvipsLoader(for: try admit(input), label: input.label)
+        let loader = try libvipsLoader(for: try admit(input), label: name(of: input))
         let info = try input.withSource { source throws(VipsError) in
-            try probe(source, loader: loader, label: input.label).info
+            try probe(source, loader: loader, label: name(of: input)).info
         }
         VipsRuntime.discardErrorMessages()
         return info
@@ -70,9 +79,9 @@ public struct ImageDecoder: Sendable {
         {
             return bitmap
         }
-        let loader = try libvipsLoader(for: format, label: input.label)
+        let loader = try libvipsLoader(for: format, label: name(of: input))
         return try input.withSource { source throws(VipsError) in
-            let label = input.label
+            let label = name(of: input)
             let header = try probe(source, loader: loader, label: label)
             // The probed header is the source's: a caller needing it reads `bitmap.source`.
             let origin = BitmapSource(info: header.info, decodedLeniently: false)
@@ -218,7 +227,7 @@ public struct ImageDecoder: Sendable {
         } else {
             (size, prefix) = try input.sizeAndPrefix()
         }
-        let label = input.label
+        let label = name(of: input)
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
         try options.limits.check(inputBytes: size, label: label)
         guard let format = ImageFormat.sniff(prefix) else {

@@ -18,7 +18,7 @@ extension ImageDecoder {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
         let header = try info(input)
-        let label = input.label
+        let label = name(of: input)
         guard header.pages > 1, header.format == .gif || header.format == .webp,
             let loader = header.format.libvipsLoader
         else {
@@ -81,7 +81,7 @@ extension ImageDecoder {
             let loader = header.format.libvipsLoader
         else { return nil }
         let timing = try input.withSource { source throws(VipsError) -> (delays: [Int], loopCount: Int) in
-            let image = try Self.load(input.label) {
+            let image = try Self.load(name(of: input)) {
                 vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
             let delays = image.intArray("delay")

@@ -60,7 +60,7 @@ extension PipelineEngine {
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
                 try cancellation.run { () throws(VipsError) -> Bitmap in
-                    try decoder(for: data).decode(
+                    try decoder(for: data, named: request.request.source.description).decode(
                         data.input, size: request.request.size, mode: request.request.mode,
                         scale: request.request.scale, allowUpscale: request.key.allowUpscale,
                         keepingMetadata: request.request.options.contains(.keepMetadata))
@@ -70,9 +70,7 @@ extension PipelineEngine {
             origin = data.isFromDataCache ? .dataCache : .load
             metrics.decodesFinished.add(1, ordering: .relaxed)
             if case .success(let bitmap) = result { metrics.bytesDecoded.add(bitmap.cost, ordering: .relaxed) }
-            // The decoder names the file it read: a download's is a temporary
-            // or cache file, so the message names the request's source instead.
-            result = result.mapError { $0.naming(data.input, as: request.request.source) }
+            result = result.mapError { $0.decodeError(naming: request.request.source.description) }
         case .bitmap(let larger):
             metrics.memoryResizes.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
@@ -98,7 +96,7 @@ extension PipelineEngine {
     ) -> DispatchWorkItem? {
         guard let limit = decodeTimeLimit, limit > .zero else { return nil }
         let error = VipsError(
-            .timedOut, "\(label): decoding took longer than the pipeline's decodeTimeLimit of \(limit)")
+            .timedOut, "decoding took longer than the pipeline's decodeTimeLimit of \(limit)", source: label)
         let item = DispatchWorkItem {
             cancellation.cancel()
             expire(error)
@@ -107,23 +105,16 @@ extension PipelineEngine {
         return item
     }
 
-    /// The decoder for `data`: told the file's size and first bytes when the
-    /// loader or cache read them, so it does not open the file to sniff it.
-    func decoder(for data: ImageData) -> ImageDecoder {
-        guard case .file(let path) = data.input, !data.leadingBytes.isEmpty else { return decoder }
+    /// The decoder for `data`, told what its messages call the input (`name`,
+    /// the request's source: a download's file is a temporary or cache file,
+    /// named to no one), and the file's size and first bytes when the loader
+    /// or cache read them, so it does not open the file to sniff it.
+    func decoder(for data: ImageData, named name: String) -> ImageDecoder {
         var told = decoder
-        told.knownFile = (path, data.byteCount, data.leadingBytes)
+        told.inputName = name
+        if case .file(let path) = data.input, !data.leadingBytes.isEmpty {
+            told.knownFile = (path, data.byteCount, data.leadingBytes)
+        }
         return told
-    }
-}
-
-extension VipsError {
-    /// The error with `input`'s path in its message replaced by the source's
-    /// description (no temporary or cache file is ever named to a user).
-    func naming(_ input: ImageInput, as source: ImageSource) -> VipsError {
-        guard case .file(let path) = input, case let name = source.description, path != name,
-            message.contains(path)
-        else { return self }
-        return VipsError(kind, message.replacingOccurrences(of: path, with: name), httpStatus: httpStatus)
     }
 }

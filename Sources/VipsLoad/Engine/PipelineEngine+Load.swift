@@ -69,10 +69,10 @@ extension PipelineEngine {
                 .failure(
                     VipsError(
                         .notCached,
-                        "\(source): not in the "
+                        "not in the "
                             + (dataCache == nil
                                 ? "memory cache (the pipeline has no data cache)" : "memory or data cache")
-                            + ", and the request asks not to load it")))
+                            + ", and the request asks not to load it", source: source.description)))
             return
         }
         lock.perform { effects in enqueueNetwork(unit, source, policy, revalidating: stale, &effects) }
@@ -141,7 +141,7 @@ extension VipsError {
         switch error {
         case let error as VipsError: return error
         case is CancellationError: return .cancelled(source.description)
-        default: return VipsError(.internal, "\(source): \(error)")
+        default: return VipsError(.internal, "\(error)", source: source.description, underlying: error)
         }
     }
 

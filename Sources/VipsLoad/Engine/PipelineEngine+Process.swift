@@ -47,9 +47,7 @@ extension PipelineEngine {
         processObserver.withLock { $0 }?(request.key)
         let processors = ImageProcessors.Composition(request.request.processors)
         var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input.bitmap) }
-        result = result.mapError { error in
-            VipsError(error.kind, "\(request.request.source): \(error.message)", httpStatus: error.httpStatus)
-        }
+        result = result.mapError { $0.about(request.request.source.description) }
         finish(unit, request, result.map { ImageResponse(bitmap: $0, origin: input.origin) })
     }
 }

@@ -41,7 +41,7 @@ public struct DataLoader: ImageDataLoading {
             } else {
                 scheme = "URLs without a scheme"
             }
-            throw VipsError(.unsupportedSource, "\(source): no loader for \(scheme) is configured")
+            throw VipsError(.unsupportedSource, "no loader for \(scheme) is configured", source: source.description)
         }
         return try await Self.sharedDownloader.loadData(for: source)
     }
@@ -57,7 +57,7 @@ public struct DataLoader: ImageDataLoading {
             return ImageData(input: .data(data), byteCount: data.count)
         case .file, .url:
             guard let path = source.filePath else {
-                throw VipsError(.unsupportedSource, "\(source) is not a local source")
+                throw VipsError(.unsupportedSource, "not a local source", source: source.description)
             }
             return try file(at: path)
         }

@@ -66,6 +66,9 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// This loader's counters.
     public var metrics: HTTPLoaderMetrics { counters.withLock { $0 } }
 
+    /// Downloads waiting for one of the `maxConcurrentDownloads` slots (for tests).
+    var waitingDownloads: Int { limiter?.waitingCount ?? 0 }
+
     /// The loader's counters, for `ImagePipeline.Metrics`.
     public var networkMetrics: HTTPLoaderMetrics? { metrics }
 
@@ -127,7 +130,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else {
-            throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
+            throw VipsError(.unsupportedSource, "HTTPDataLoader loads only http(s) URLs", source: source.description)
         }
         return url
     }

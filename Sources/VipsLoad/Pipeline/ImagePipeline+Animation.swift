@@ -19,10 +19,11 @@ extension ImagePipeline {
     ) async throws(VipsError) -> AnimatedBitmap {
         _ = try request.validated()
         guard case .fit = request.mode, request.processors.isEmpty else {
-            throw VipsError(.invalidArgument, "\(request.source): animations are fitted, without processors")
+            throw VipsError(
+                .invalidArgument, "animations are fitted, without processors", source: request.source.description)
         }
         let data = try await self.data(for: request)
-        let decoder = engine.decoder
+        let decoder = engine.decoder(for: data, named: request.source.description)
         let limit = engine.decodeTimeLimit
         let result = await engine.decodePool.run(priority: request.priority) {
             () -> Result<AnimatedBitmap, VipsError> in
@@ -35,6 +36,6 @@ extension ImagePipeline {
                 }
             }
         }
-        return try result.mapError { $0.naming(data.input, as: request.source) }.get()
+        return try result.mapError { $0.decodeError(naming: request.source.description) }.get()
     }
 }

@@ -41,6 +41,6 @@ extension ImagePipeline {
                 try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
             }
         }
-        return try result.mapError { VipsError($0.kind, "\(request.source): \($0.message)") }.get()
+        return try result.mapError { $0.about(request.source.description) }.get()
     }
 }
