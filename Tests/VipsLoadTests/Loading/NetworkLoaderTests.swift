@@ -1,7 +1,8 @@
 import Foundation
 import TestSupport
-import VipsLoad
 import XCTest
+
+@testable import VipsLoad
 
 /// `HTTPDataLoader` against a real HTTP server on 127.0.0.1: bodies streamed
 /// to files, coalescing, every failure typed, nothing of a failure kept.
@@ -296,8 +297,8 @@ final class NetworkLoaderTests: NetworkTestCase {
             }
         }
         XCTAssertTrue(server.wait { $0.totalRequestCount == 2 })
-        // The other four wait for a slot: still two requests a moment later.
-        try await Task.sleep(nanoseconds: 500_000_000)
+        // The other four wait for a slot, and no third request is sent while they do.
+        await waitUntil("four downloads wait for a slot") { loader.waitingDownloads == 4 }
         XCTAssertEqual(server.totalRequestCount, 2)
         for _ in 0..<6 { gate.signal() }
         let total = try await all.value

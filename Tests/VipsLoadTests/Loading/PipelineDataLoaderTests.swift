@@ -112,4 +112,14 @@ final class PipelineDataLoaderTests: XCTestCase {
         }
         XCTAssertNil(pipeline.memoryCache)
     }
+
+    func testTheTestPipelineRunsOnTheDefaultLoadersLanes() {
+        for pipeline in [ImagePipeline.testing(), ImagePipeline(configuration: .init())] {
+            XCTAssertTrue(pipeline.engine.readsLocalSources, "local sources on the I/O lane")
+            XCTAssertNotNil(pipeline.engine.httpLoader, "downloads by the pipeline's own HTTP loader")
+        }
+        let custom = ImagePipeline.testing(loader: GatedLoader())
+        XCTAssertFalse(custom.engine.readsLocalSources, "another loader is called for every source")
+        XCTAssertNil(custom.engine.httpLoader)
+    }
 }

@@ -139,7 +139,9 @@ final class Counter: Sendable {
 }
 
 extension ImagePipeline {
-    /// A pipeline for tests: the given loader, concurrency and cache.
+    /// A pipeline for tests: the given loader (by default `DataLoader()`,
+    /// the default configuration's loader and lanes: what users get),
+    /// concurrency and cache.
     static func testing(
         loader: any ImageDataLoading = DataLoader(), decodeConcurrency: Int = 2,
         cache: MemoryCache? = MemoryCache(costLimit: 64 << 20)
