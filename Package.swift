@@ -54,9 +54,17 @@ let package = Package(
             pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"])]
         ),
+        // xxHash, for the disk cache's content checksums and file names (VipsCore's XXH3 calls it).
+        .systemLibrary(
+            name: "CXXHash",
+            path: "CXXHash",
+            pkgConfig: "libxxhash",
+            providers: [.apt(["libxxhash-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
         .target(
-            name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CEXIF", "CLittleCMS"],
+            name: "VipsCore",
+            dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CEXIF", "CLittleCMS", "CXXHash"],
             path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),

@@ -61,10 +61,6 @@ static inline int vl_multiply(VipsImage *left, VipsImage *right, VipsImage **out
     return vips_multiply(left, right, out, NULL);
 }
 
-static inline int vl_resize_hv(VipsImage *in, VipsImage **out, double hscale, double vscale) {
-    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
-}
-
 /* Every page of a multi-page or animated image, stacked top to bottom (n = -1). */
 static inline VipsImage *vl_load_named_all_pages(const char *loader, VipsSource *source, VipsAccess access,
                                                  VipsFailOn fail_on) {

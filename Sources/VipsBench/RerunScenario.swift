@@ -34,7 +34,7 @@ public enum RerunScenario {
             }
             var configuration = ImagePipeline.Configuration(
                 decodeConcurrency: settings.concurrency, memoryCache: nil,
-                diskCache: cache)
+                dataCache: cache)
             configuration.dataCachePolicy = .automatic
             let pipeline = ImagePipeline(configuration: configuration)
             let start = ProcessStats.now

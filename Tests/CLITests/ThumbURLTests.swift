@@ -289,6 +289,31 @@ final class ThumbURLTests: XCTestCase {
             server.requestCount("/b.jpg"), 3, "one download per run: a JPEG decoded here is not downloaded again")
         XCTAssertEqual(try ImageDecoder().info(.file(out.appendingPathComponent("a.jpg").path)).width, 40)
     }
+
+    func testADownloadThatDoesNotDecodeIsReportedByItsURLNeverItsFile() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        // JPEG magic, then nothing a decoder can read: it downloads, and fails to decode.
+        server.route("/broken.jpg", .ok(Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(repeating: 0x5A, count: 600)))
+        let url = server.url("/broken.jpg").absoluteString
+        for flags in [["--isolate", "none"], ["--isolate", "all"]] {
+            let result = try CLIHarness.run(
+                ["thumb", "-s", "40", "--json", "--force", "-o", folder.appendingPathComponent("out").path]
+                    + flags + [url])
+            XCTAssertEqual(result.status, 1, "\(flags): \(result.stderr)")
+            let errors = result.stdoutLines.compactMap { line -> [String: Any]? in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["input"] as? String == url
+                else { return nil }
+                return object["error"] as? [String: Any]
+            }
+            let message = try XCTUnwrap(errors.first?["message"] as? String, "\(flags): \(result.stdout)")
+            XCTAssertFalse(message.isEmpty, "\(flags)")
+            for text in [result.stdout, result.stderr] {
+                XCTAssertFalse(text.contains("download-"), "\(flags): a temporary file is named: \(text)")
+                XCTAssertFalse(text.contains(NSTemporaryDirectory()), "\(flags): a temporary path is named: \(text)")
+            }
+        }
+    }
 }
 
 /// `thumb --header`.

@@ -23,11 +23,11 @@ extension ImageDecoder {
     private func withDirectHeader<Codec: DirectCodec, R>(
         _ codec: Codec, _ input: ImageInput, _ body: (DirectImage) throws(VipsError) -> R
     ) throws(VipsError) -> R? {
-        try codec.withHeader(input, options: options) { reading throws(VipsError) -> R? in
+        try codec.withHeader(input, options: options, label: name(of: input)) { reading throws(VipsError) -> R? in
             guard case .read(let header) = reading, route(codec, header) == .direct else { return nil }
-            let image = DirectImage(codec, header, options: options, label: input.label)
+            let image = DirectImage(codec, header, options: options, label: name(of: input))
             // Limits from the header, before the codec allocates anything.
-            try options.limits.check(image.info, label: input.label)
+            try options.limits.check(image.info, label: name(of: input))
             return try body(image)
         }
     }
@@ -42,9 +42,9 @@ extension ImageDecoder {
         _ input: ImageInput, format: ImageFormat,
         _ body: (LibvipsHeader, UnsafeMutablePointer<VipsSource>) throws(VipsError) -> R
     ) throws(VipsError) -> R {
-        let loader = try libvipsLoader(for: format, label: input.label)
+        let loader = try libvipsLoader(for: format, label: name(of: input))
         return try input.withSource { source throws(VipsError) in
-            try body(try probe(source, loader: loader, label: input.label), source)
+            try body(try probe(source, loader: loader, label: name(of: input)), source)
         }
     }
 
@@ -76,7 +76,8 @@ extension ImageDecoder {
         _ codec: Codec, _ input: ImageInput, _ request: DecodeRequest
     ) throws(VipsError) -> DecodeRoute {
         if let route = DecodeRoute.preconditions(options, allowUpscale: request.allowUpscale) { return route }
-        return try codec.withHeader(input, options: options) { reading throws(VipsError) -> DecodeRoute in
+        return try codec.withHeader(input, options: options, label: name(of: input)) {
+            reading throws(VipsError) -> DecodeRoute in
             switch reading {
             case .unread(let reason):
                 return .libvips(reason)

@@ -17,10 +17,19 @@ public struct ImageDecoder: Sendable {
     /// bytes, as a loader or cache read them), so admitting it needs neither
     /// an open nor a read. Used only for that exact input.
     package var knownFile: (path: String, byteCount: Int, prefix: [UInt8])?
+    /// What messages call the input, when the caller hands over a stand-in
+    /// for it (the pipeline names a download's temporary or cache file by the
+    /// request's URL, so no message names the stand-in); nil: `input.label`.
+    package var inputName: String?
 
     /// A decoder with `options` (default `DecodeOptions()`: 100 MP limit, lenient, fast shrink-on-load).
     public init(options: DecodeOptions = DecodeOptions()) {
         self.options = options
+    }
+
+    /// What messages call `input`: `inputName` when the caller gave one.
+    func name(of input: ImageInput) -> String {
+        inputName ?? input.label
     }
 
     // MARK: - Probe
@@ -69,12 +78,12 @@ public struct ImageDecoder: Sendable {
             return try withLibvipsHeader(input, format: direct.info.format) { header, source throws(VipsError) in
                 try decode(
                     source, input: input, header: header, size: size, scale: scale, allowUpscale: allowUpscale,
-                    label: input.label)
+                    label: name(of: input))
             }.withSource(origin)
         case .libvips(let header, let source):
             return try decode(
                 source, input: input, header: header, size: size, scale: scale, allowUpscale: allowUpscale,
-                label: input.label
+                label: name(of: input)
             ).withSource(origin)
         }
     }
@@ -213,7 +222,7 @@ public struct ImageDecoder: Sendable {
         } else {
             (size, prefix) = try input.sizeAndPrefix()
         }
-        let label = input.label
+        let label = name(of: input)
         if size == 0 { throw VipsError(.emptyInput, "\(label): input is empty") }
         try options.limits.check(inputBytes: size, label: label)
         guard let format = ImageFormat.sniff(prefix) else {

@@ -23,16 +23,23 @@ public enum ImageInput: Sendable, Hashable {
             return (data.count, Array(data.prefix(prefixLength)))
         case .file(let path):
             let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw VipsError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+            // Errors about the file carry its path as their `source`, so a caller
+            // that handed over a stand-in (a downloaded file) can address them
+            // to what the file stands for.
+            guard fd >= 0 else {
+                throw VipsError(.io, "cannot open: \(String(cString: strerror(errno)))", source: path)
+            }
             defer { close(fd) }
             var info = stat()
             guard fstat(fd, &info) == 0 else {
-                throw VipsError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))")
+                throw VipsError(.io, "cannot stat: \(String(cString: strerror(errno)))", source: path)
             }
-            if (info.st_mode & S_IFMT) == S_IFDIR { throw VipsError(.io, "\(path) is a directory") }
+            if (info.st_mode & S_IFMT) == S_IFDIR { throw VipsError(.io, "is a directory", source: path) }
             var buffer = [UInt8](repeating: 0, count: prefixLength)
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, prefixLength, 0) }
-            guard count >= 0 else { throw VipsError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else {
+                throw VipsError(.io, "cannot read: \(String(cString: strerror(errno)))", source: path)
+            }
             return (Int(info.st_size), Array(buffer.prefix(count)))
         }
     }
@@ -43,7 +50,8 @@ public enum ImageInput: Sendable, Hashable {
         switch self {
         case .file(let path):
             guard let source = vips_source_new_from_file(path) else {
-                throw VipsError(.io, "cannot open \(path): \(VipsRuntime.takeErrorMessage(default: "unknown error"))")
+                throw VipsError(
+                    .io, "cannot open: \(VipsRuntime.takeErrorMessage(default: "unknown error"))", source: path)
             }
             defer { g_object_unref(source) }
             return try body(source)

@@ -29,7 +29,7 @@ extension ImageDecoder {
                 return try AnimatedBitmap(frames: [still], delays: [0])
             }
             return try decodeFrames(
-                source, loader: loader, header: image.info, label: input.label, size: size, scale: scale)
+                source, loader: loader, header: image.info, label: name(of: input), size: size, scale: scale)
         }
         VipsRuntime.discardErrorMessages()
         return result

@@ -65,7 +65,7 @@ extension ImageDecoder {
         guard let box = size.pixelBox(scale: scale) else {
             return try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)
         }
-        let label = "\(input.label): \(mode)"
+        let label = "\(name(of: input)): \(mode)"
         switch mode {
         case .fit:
             return try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)

@@ -27,10 +27,10 @@ extension ImageDecoder {
         guard size > 0, let format = ImageFormat.sniff(prefix), options.allowedFormats.contains(format),
             let loader = format.libvipsLoader
         else {
-            throw VipsError(.unsupportedFormat, "\(input.label): not a readable image format")
+            throw VipsError(.unsupportedFormat, "\(name(of: input)): not a readable image format")
         }
         let metadata = try input.withSource { source throws(VipsError) -> ImageMetadata in
-            let image = try Self.load(input.label) {
+            let image = try Self.load(name(of: input)) {
                 vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
             return ImageMetadata(exif: image.blob("exif-data"), hadICCProfile: image.blob("icc-profile-data") != nil)

@@ -3,8 +3,14 @@
 /// `kind` says what went wrong in terms a caller can act on (bad input, too
 /// large, I/O, a network failure, cancellation, ...); `message` carries the
 /// detail and names the request's source (a path or URL, never a temporary
-/// or cache file). Failures with more structure carry it as fields
-/// (`httpStatus` for HTTP status errors).
+/// or cache file). Failures with more structure carry it as fields:
+/// `httpStatus` for HTTP status errors, `source` for the source an error is
+/// about, `underlying` for the error it reports.
+///
+/// An error made about a source (`init(_:_:source:httpStatus:underlying:)`)
+/// composes its message as "source: reason", and `about(_:)` re-addresses it
+/// to another name (the request's source in place of a temporary file) by its
+/// fields: no message is ever rewritten or prefixed by hand.
 public struct VipsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong. A closed set, so a `switch` over it can be exhaustive.
     public enum Kind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -79,6 +85,19 @@ public struct VipsError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
     /// The HTTP status for `.httpStatus` errors; nil otherwise.
     public let httpStatus: Int?
+    /// The source the error is about, as messages name it (a path, a URL
+    /// without its credentials, `data:` and an identifier), for errors the
+    /// pipeline, its loaders and its caches make or report; nil for errors
+    /// about no one source, and for the decoder's own (its `message` names
+    /// its input).
+    public let source: String?
+    /// The error this one reports, when it came from another step: a
+    /// processor's, an encoder's or a request check's error reported about
+    /// the request's source, or a custom step's own error type; nil otherwise.
+    public let underlying: (any Error)?
+    /// The message without its source, for an error made about one (so
+    /// `about(_:)` can address it to another name).
+    private let reason: String?
 
     /// An error of `kind` explained by `message`.
     public init(_ kind: Kind, _ message: String) {
@@ -90,13 +109,65 @@ public struct VipsError: Error, Sendable, Hashable, CustomStringConvertible {
         self.kind = kind
         self.message = message
         self.httpStatus = httpStatus
+        source = nil
+        underlying = nil
+        reason = nil
     }
 
-    /// `.cancelled`, naming what was cancelled.
+    /// An error of `kind` about `source`, whose message is "source: reason".
+    public init(
+        _ kind: Kind, _ reason: String, source: String, httpStatus: Int? = nil, underlying: (any Error)? = nil
+    ) {
+        self.kind = kind
+        message = source + ": " + reason
+        self.httpStatus = httpStatus
+        self.source = source
+        self.underlying = underlying
+        self.reason = reason
+    }
+
+    /// This error, as one about `source`: itself when it already is; the same
+    /// reason about `source` when it was about another name (a stand-in for
+    /// the source, such as a temporary file, which is then named nowhere);
+    /// otherwise (an error that names no source, a processor's say) an error
+    /// of the same kind whose message is "source: " and this error's message,
+    /// reporting it as `underlying`.
+    public func about(_ source: String) -> VipsError {
+        if self.source == source { return self }
+        if let reason {
+            return VipsError(kind, reason, source: source, httpStatus: httpStatus, underlying: underlying)
+        }
+        return VipsError(kind, message, source: source, httpStatus: httpStatus, underlying: self)
+    }
+
+    /// A decoder's error as reported by a caller that told the decoder to call
+    /// its input `name` (`ImageDecoder.inputName`): the decoder's own errors
+    /// name it already and stand as they are; one made about a file it opened
+    /// (a download's temporary or cache file, the stand-in) is addressed to `name`.
+    package func decodeError(naming name: String) -> VipsError {
+        source == nil ? self : about(name)
+    }
+
+    /// `.cancelled`, naming what was cancelled (as its `source`).
     public static func cancelled(_ what: String) -> VipsError {
-        VipsError(.cancelled, "\(what): cancelled")
+        VipsError(.cancelled, "cancelled", source: what)
     }
 
     /// "kind: message".
     public var description: String { "\(kind): \(message)" }
+
+    /// Equal when kind, message, status and source are, and the underlying
+    /// errors (if any) read the same.
+    public static func == (lhs: VipsError, rhs: VipsError) -> Bool {
+        lhs.kind == rhs.kind && lhs.message == rhs.message && lhs.httpStatus == rhs.httpStatus
+            && lhs.source == rhs.source
+            && lhs.underlying.map { String(reflecting: $0) } == rhs.underlying.map { String(reflecting: $0) }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(message)
+        hasher.combine(httpStatus)
+        hasher.combine(source)
+    }
 }

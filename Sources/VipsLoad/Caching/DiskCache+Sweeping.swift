@@ -15,6 +15,7 @@ extension DiskCache {
     /// call it to trim now.
     @discardableResult
     public func sweep() -> Int {
+        removeEntriesOfOtherFormats()
         let now = Date().timeIntervalSince1970
         let lifetime = configuration.abandonedFileLifetime
         // What dead processes left (their private folders) goes at once.
@@ -100,6 +101,47 @@ extension DiskCache {
             $0.metrics.sweeps += 1
         }
         return total
+    }
+
+    /// Removes the entries written in another format (an older VipsLoad's:
+    /// other checksums and file names, so they are never found), once per
+    /// instance, unless the folder's `format` file already names the current
+    /// version; then records the current version there.
+    func removeEntriesOfOtherFormats() {
+        let first = state.withLock { state -> Bool in
+            defer { state.formatChecked = true }
+            return !state.formatChecked
+        }
+        guard first else { return }
+        let marker = rootDirectory + "/format"
+        let current = String(DiskCacheEntry.currentVersion)
+        if let text = try? String(contentsOfFile: marker, encoding: .utf8),
+            text.trimmingCharacters(in: .whitespacesAndNewlines) == current
+        {
+            return
+        }
+        struct Version: Decodable { let version: Int }
+        var bodies: [String: [String]] = [:]
+        let names = Self.list(entriesDirectory)
+        for name in names where name.hasSuffix(".body") {
+            guard let dot = name.firstIndex(of: ".") else { continue }
+            bodies[String(name[..<dot]), default: []].append(name)
+        }
+        for name in names where name.hasSuffix(".meta") {
+            let path = entriesDirectory + "/" + name
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            guard (try? JSONDecoder().decode(Version.self, from: data))?.version != DiskCacheEntry.currentVersion
+            else { continue }
+            unlink(path)
+            for body in bodies[String(name.dropLast(".meta".count))] ?? [] { unlink(entriesDirectory + "/" + body) }
+        }
+        // Written last, through a rename: a sweep interrupted before this point runs again.
+        let temporary = marker + "." + StreamingFileWriter.randomName()
+        if FileManager.default.createFile(atPath: temporary, contents: Data((current + "\n").utf8)),
+            rename(temporary, marker) != 0
+        {
+            unlink(temporary)
+        }
     }
 
     /// Blocks until background sweeps started so far have finished.

@@ -9,9 +9,11 @@ import Foundation
 ///
 /// Layout: `entries/<hash>.<generation>.body` holds the bytes as they came,
 /// so the decoder reads the file directly; `entries/<hash>.meta` (JSON) holds
-/// the key, length, checksums and HTTP validators, and its modification time is
-/// the last access. `tmp/` holds writes in progress and the links handed to
-/// readers.
+/// the key, length, checksums, HTTP validators and the source's header, and
+/// its modification time is the last access. `tmp/` holds writes in progress
+/// and the links handed to readers; `format` names the entries' format
+/// version: entries of another version are never read, and the first sweep
+/// of a folder written in another format removes them.
 ///
 /// Safe with several instances and processes on one folder: every write goes
 /// to a temporary file renamed into place (metadata last), bodies are never
@@ -32,6 +34,7 @@ public final class DiskCache: Sendable {
 
     /// The folder, size limit and checks the cache was opened with.
     public let configuration: Configuration
+    let rootDirectory: String
     let entriesDirectory: String
     let temporaryDirectory: String
 
@@ -44,6 +47,8 @@ public final class DiskCache: Sendable {
         var sweepAgain = false
         /// The last access stamp given out (ns), to keep stamps strictly increasing.
         var lastStamp: Int64 = 0
+        /// Whether this instance has checked the folder's format (`removeEntriesOfOtherFormats`).
+        var formatChecked = false
     }
 
     let state = LockedState(State(), rank: .cache)
@@ -63,6 +68,7 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         inFlight = ByteBudget(limit: configuration.sizeLimit)
         let root = configuration.directory.standardizedFileURL.path
+        rootDirectory = root
         entriesDirectory = root + "/entries"
         temporaryDirectory = root + "/tmp"
         for directory in [entriesDirectory, temporaryDirectory] {
@@ -85,18 +91,21 @@ public final class DiskCache: Sendable {
 
     // MARK: - Writing
 
-    /// A writer that streams a new entry for `key` into the cache.
-    func makeWriter(for key: String) throws(VipsError) -> DiskCacheWriter {
-        try DiskCacheWriter(cache: self, key: key)
-    }
-
     /// Stores `data` under `key` (atomically replacing any previous entry).
     @discardableResult
     public func store(_ data: Data, for key: String, http: HTTPCacheMetadata? = nil) throws(VipsError) -> DiskCacheEntry
     {
-        let writer = try makeWriter(for: key)
-        try writer.write(data)
-        return try writer.commit(http: http)
+        let file = try makeTemporaryFile()
+        do throws(VipsError) {
+            try file.write(data)
+        } catch {
+            noteWriteFailure()
+            throw error
+        }
+        switch try commit(file, key: key, http: http, sourceInfo: nil, openForReading: false, keepingBytes: false) {
+        case .committed(let hit): return hit.entry
+        case .uncached(_, let reason): throw reason
+        }
     }
 
     /// Replaces the HTTP metadata of a stored entry (after a `304 Not Modified`)
@@ -194,42 +203,25 @@ public final class DiskCache: Sendable {
         return recreated
     }
 
-    /// What became of a download handed to `commitDownload`.
+    /// What became of a file handed to `commit`.
     enum CommitOutcome {
-        /// Stored; the hit's data is a private link to the new body.
+        /// Stored; with `openForReading`, the hit's data is a private link to the new body.
         case committed(Hit)
         /// Not stored because the file system refused (full, read-only, folder
-        /// gone); the complete bytes are still readable from `data`, a file
-        /// deleted when released.
+        /// gone); with `keepingBytes`, the complete bytes are still readable
+        /// from `data`, a file deleted when released.
         case uncached(ImageData, reason: VipsError)
     }
 
     /// Commits a completely written temporary file as the entry for `key`.
     ///
     /// Refuses empty bodies, bodies that are not an image (by magic number)
-    /// and bodies larger than the size limit; the file is deleted on failure.
-    /// With `openForReading`, the hit's data is a private link to the new body.
+    /// and bodies larger than the size limit; the file is deleted then. When
+    /// the file system refuses the entry, the bytes are kept for the caller
+    /// with `keepingBytes` (a full or read-only cache must not cost a
+    /// download), deleted otherwise.
     func commit(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
-        openForReading: Bool
-    ) throws(VipsError) -> Hit {
-        switch try commit(file, key: key, http: http, openForReading: openForReading, keepingBytes: false) {
-        case .committed(let hit): return hit
-        case .uncached(_, let reason): throw reason
-        }
-    }
-
-    /// Commits a downloaded body like `commit`, except that when the file
-    /// system refuses the entry the bytes are kept for the caller rather than
-    /// deleted: a full or read-only cache must not cost the download.
-    func commitDownload(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?
-    ) throws(VipsError) -> CommitOutcome {
-        try commit(file, key: key, http: http, openForReading: true, keepingBytes: true)
-    }
-
-    func commit(
-        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?,
+        _ file: StreamingFileWriter, key: String, http: HTTPCacheMetadata?, sourceInfo: ImageInfo?,
         openForReading: Bool, keepingBytes: Bool
     ) throws(VipsError) -> CommitOutcome {
         let summary = try file.finish()
@@ -270,7 +262,9 @@ public final class DiskCache: Sendable {
 
         // The full checksum was computed as the bytes were written; only the
         // sampled one (three 64 KiB windows) reads the finished file.
-        let checksum = summary.checksum
+        guard let checksum = summary.checksum else {
+            return try refused(VipsError(.internal, "cannot checksum \(file.path)"), bytesAt: file.path)
+        }
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             return try refused(
@@ -293,7 +287,7 @@ public final class DiskCache: Sendable {
         let reading = openForReading ? linkForReading(bodyPath) : nil
         let previous = readEntry(stem: stem, removingUnreadable: false)
         let entry = DiskCacheEntry(
-            key: key, byteCount: summary.byteCount, storedAt: Date(), http: http,
+            key: key, byteCount: summary.byteCount, storedAt: Date(), http: http, sourceInfo: sourceInfo,
             version: DiskCacheEntry.currentVersion, bodyFile: bodyFile,
             checksum: checksum, sampledChecksum: sampled)
         do throws(VipsError) {
@@ -306,7 +300,7 @@ public final class DiskCache: Sendable {
         }
         noteWrite(bytes: summary.byteCount)
         let data = ImageData(
-            input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount,
+            input: .file(reading?.path ?? bodyPath), byteCount: summary.byteCount, leadingBytes: summary.prefix,
             removingFileOnRelease: reading?.owned ?? false)
         return .committed(Hit(entry: entry, data: data))
     }

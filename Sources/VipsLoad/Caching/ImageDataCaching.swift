@@ -1,57 +1,49 @@
 import Foundation
 
 /// Encoded image data kept between loads and between processes: the cache an
-/// `ImagePipeline` consults before any data loader, whatever the loader.
+/// `ImagePipeline` consults before any data loader, whatever the loader, and
+/// the one an `HTTPDataLoader` streams downloads into.
 ///
-/// `DiskCache` is the one implementation. Every method may block on file I/O:
-/// the pipeline calls them on its I/O lane, never on Swift's cooperative pool
-/// and never behind downloads. A cache that cannot store (full, read-only)
-/// costs only the caching: the pipeline still delivers the image.
+/// `DiskCache` is the implementation VipsLoad ships. Every method may block on
+/// file I/O: the pipeline calls them on its I/O lane, never on Swift's
+/// cooperative pool and never behind downloads. A cache that cannot store
+/// (full, read-only) costs only the caching: the pipeline still delivers the
+/// image.
 public protocol ImageDataCaching: Sendable {
-    /// The stored, verified data for `key`, or nil (absent, unreadable or
-    /// corrupt entries are misses).
+    /// The stored, verified entry for `key`, with what it was stored with; nil
+    /// for a miss (absent, unreadable or corrupt entries are misses).
     func cachedData(for key: String) -> CachedImageData?
 
-    /// Stores `data` as the entry for `key`, replacing any previous one, and
-    /// returns data to decode (the stored copy, or `data` itself).
+    /// A writer for a new entry for `key`: bytes stream into a file as they
+    /// arrive, and the entry appears (replacing any previous one) only when
+    /// the writer commits.
     ///
-    /// - Throws: `VipsError` when the entry cannot be stored.
-    func store(_ data: ImageData, for key: String, http: HTTPCacheMetadata?) throws(VipsError) -> ImageData
+    /// - Throws: `VipsError` when the cache cannot take a new entry now (its
+    ///   folder refuses new files).
+    func makeWriter(for key: String) throws(VipsError) -> ImageDataCacheWriter
+
+    /// Replaces the HTTP metadata of the entry `hit` was read from (after a
+    /// `304 Not Modified`), unless that entry has been replaced meanwhile.
+    /// A failure costs only a revalidation next time.
+    func updateHTTPMetadata(_ http: HTTPCacheMetadata, of hit: CachedImageData)
 
     /// Removes the entry for `key`, if any.
     func removeData(for key: String)
+
+    /// The largest entry the cache keeps, in bytes; nil for no limit. A
+    /// download that declares a larger body is not streamed into the cache.
+    var maxEntryByteCount: Int? { get }
 }
 
-/// A data-cache hit: the bytes and what is known of their freshness.
-public struct CachedImageData: Sendable {
-    /// The bytes, ready for the decoder.
-    public let data: ImageData
-    /// The HTTP validators and freshness the data was stored with; nil for
-    /// data stored without HTTP (always fresh).
-    public let http: HTTPCacheMetadata?
-
-    /// A hit for `data`, stored with `http` metadata.
-    public init(data: ImageData, http: HTTPCacheMetadata?) {
-        self.data = data
-        self.http = http
-    }
-
-    /// Whether it may be served without asking the server.
-    public func isFresh(at date: Date = Date()) -> Bool {
-        http?.isFresh(at: date) ?? true
-    }
-}
-
-extension DiskCache: ImageDataCaching {
-    /// The verified entry for `key` (see `lookup`).
-    public func cachedData(for key: String) -> CachedImageData? {
-        guard let hit = lookup(key) else { return nil }
-        return CachedImageData(data: hit.data, http: hit.entry.http)
-    }
-
-    /// Streams `data` (bytes, or a file's contents) into a new entry and returns
-    /// a private link to the stored body.
-    public func store(_ data: ImageData, for key: String, http: HTTPCacheMetadata?) throws(VipsError) -> ImageData {
+extension ImageDataCaching {
+    /// Stores `data` (bytes, or a file's contents) as the entry for `key`
+    /// through a writer, and returns data to decode (the stored copy).
+    ///
+    /// - Throws: `VipsError` when the entry cannot be stored (the bytes are
+    ///   not an image, or the cache refuses them).
+    func store(
+        _ data: ImageData, for key: String, http: HTTPCacheMetadata? = nil, sourceInfo: ImageInfo? = nil
+    ) throws(VipsError) -> ImageData {
         let writer = try makeWriter(for: key)
         switch data.input {
         case .data(let bytes):
@@ -74,11 +66,67 @@ extension DiskCache: ImageDataCaching {
                 try writer.write(Data(buffer[0..<count]))
             }
         }
-        return try writer.commitForReading(http: http)
+        return try writer.commit(http: http, sourceInfo: sourceInfo)
+    }
+}
+
+/// A data-cache hit: the bytes and what they were stored with.
+public struct CachedImageData: Sendable {
+    /// The key the entry is stored under.
+    public let key: String
+    /// The bytes, ready for the decoder.
+    public let data: ImageData
+    /// The HTTP validators and freshness the data was stored with; nil for
+    /// data stored without HTTP (always fresh).
+    public let http: HTTPCacheMetadata?
+    /// The header of the image the entry was made from, when it is not the
+    /// stored bytes' own (a processed image keeps its source's size, format,
+    /// orientation and pages); nil otherwise.
+    public let sourceInfo: ImageInfo?
+    /// The cache's own name for the stored version (a `DiskCache` body
+    /// file), so `updateHTTPMetadata(_:of:)` can tell it was not replaced;
+    /// nil when the cache keeps none.
+    public let storedVersion: String?
+
+    /// A hit for `data` under `key`, stored with `http` metadata and
+    /// `sourceInfo`; `storedVersion` is the cache's own name for that version,
+    /// if it keeps one.
+    public init(
+        key: String, data: ImageData, http: HTTPCacheMetadata?, sourceInfo: ImageInfo? = nil,
+        storedVersion: String? = nil
+    ) {
+        self.key = key
+        self.data = data
+        self.http = http
+        self.sourceInfo = sourceInfo
+        self.storedVersion = storedVersion
     }
 
-    /// Removes the entry for `key` (see `remove`).
-    public func removeData(for key: String) {
-        remove(key)
+    /// Whether it may be served without asking the server.
+    public func isFresh(at date: Date = Date()) -> Bool {
+        http?.isFresh(at: date) ?? true
+    }
+}
+
+extension HTTPCachePolicy {
+    /// What a load does with what the data cache holds for its source.
+    enum CachedDataUse {
+        /// Serve the stored bytes without asking the server.
+        case serve(ImageData)
+        /// Ask the server with the entry's validators; a `304` serves it.
+        case revalidate(CachedImageData)
+        /// Load as if nothing were stored.
+        case load
+    }
+
+    /// The one freshness decision, for the pipeline and an `HTTPDataLoader`
+    /// alike: a fresh entry is served (any entry under `.ignoreExpiry`, or for
+    /// a request that must not load); a stale one with validators is
+    /// revalidated when the loader can; anything else is loaded again.
+    func use(of hit: CachedImageData?, cacheOnly: Bool = false, canRevalidate: Bool) -> CachedDataUse {
+        guard let hit else { return .load }
+        if cacheOnly || self == .ignoreExpiry || hit.isFresh() { return .serve(hit.data) }
+        if canRevalidate, hit.http?.canRevalidate == true { return .revalidate(hit) }
+        return .load
     }
 }

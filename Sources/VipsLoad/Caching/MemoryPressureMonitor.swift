@@ -46,6 +46,8 @@ final class MemoryPressureMonitor: Sendable {
         /// The thread's kernel id once it runs (for tests); 0 before.
         var threadID: Int32 = 0
         var isStopped = false
+        /// Usage samples read and judged so far (sampling mode; for tests).
+        var samples = 0
     }
 
     /// Starts a monitor on its own thread, or returns nil when it cannot
@@ -120,6 +122,10 @@ final class MemoryPressureMonitor: Sendable {
 
     /// The monitor thread's kernel id, 0 until it has started (for tests).
     var threadID: Int32 { state.withLock { $0.threadID } }
+
+    /// Usage samples read and judged so far, in sampling mode (for tests: an
+    /// event to wait for where nothing is to be reported).
+    var samples: Int { state.withLock { $0.samples } }
 
     /// Ends the thread and closes the descriptors; returns once the thread
     /// has ended (or at once when called on it, from the handler: the thread
@@ -201,8 +207,10 @@ final class MemoryPressureMonitor: Sendable {
                     : fraction >= MemoryPressureMonitor.samplingWarningFraction ? .warning : nil
                 guard let level else {
                     reported = nil
+                    state.withLock { $0.samples += 1 }
                     continue
                 }
+                defer { state.withLock { $0.samples += 1 } }
                 let now = ContinuousClock.now
                 if let last = reported, last.level == level || last.level == .critical,
                     now - last.at < MemoryPressureMonitor.samplingRepeatInterval

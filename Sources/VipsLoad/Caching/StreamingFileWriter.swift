@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Writing does little else: FoundationNetworking delivers body chunks with
 /// no back-pressure, so any work here that is slower than the network piles
-/// the chunks up in memory. The only extra is the cache entry's checksum,
-/// a few word operations per 8 bytes (gigabytes per second), so a body is
-/// checksummed once, as it streams, and never read back whole.
+/// the chunks up in memory. The only extra is the cache entry's checksum
+/// (XXH3, gigabytes per second), so a body is checksummed once, as it
+/// streams, and never read back whole.
 ///
 /// Deletes its file when released, unless `finish()` handed the file over.
 final class StreamingFileWriter: Sendable {
@@ -19,8 +19,8 @@ final class StreamingFileWriter: Sendable {
         let byteCount: Int
         /// Up to 32 leading bytes.
         let prefix: [UInt8]
-        /// `ContentChecksum` of every byte written.
-        let checksum: String
+        /// `ContentChecksum` of every byte written (nil when none could be kept).
+        let checksum: String?
     }
 
     private struct State {
@@ -51,7 +51,8 @@ final class StreamingFileWriter: Sendable {
             if fd >= 0 || errno != EEXIST { break }
         }
         guard fd >= 0 else {
-            throw VipsError(.io, "cannot create \(candidate): \(String(cString: strerror(errno)))")
+            throw VipsError(
+                .io, "cannot create the temporary file: \(String(cString: strerror(errno)))", source: candidate)
         }
         path = candidate
         state = LockedState(State(fd: fd))
@@ -82,12 +83,15 @@ final class StreamingFileWriter: Sendable {
             state.withLock { $0.reserved += bytes.count }
         }
         try state.withLock { (state: inout State) throws(VipsError) in
-            guard state.fd >= 0 else { throw VipsError(.io, "\(path): write after close") }
+            guard state.fd >= 0 else { throw VipsError(.io, "write after close", source: path) }
             var offset = 0
             while offset < bytes.count {
                 let n = Foundation.write(state.fd, base + offset, bytes.count - offset)
                 if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw VipsError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+                guard n > 0 else {
+                    throw VipsError(
+                        .io, "cannot write the temporary file: \(String(cString: strerror(errno)))", source: path)
+                }
                 offset += n
             }
             if state.prefix.count < 32 {
@@ -112,7 +116,7 @@ final class StreamingFileWriter: Sendable {
     /// after `finish()`.
     func copyWritten(to other: StreamingFileWriter) throws(VipsError) {
         let (fd, count) = state.withLock { ($0.fd, $0.byteCount) }
-        guard fd >= 0 else { throw VipsError(.io, "\(path): copy after close") }
+        guard fd >= 0 else { throw VipsError(.io, "copy after close", source: path) }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var offset = 0
         while offset < count {
@@ -122,7 +126,8 @@ final class StreamingFileWriter: Sendable {
             guard n > 0 else {
                 throw VipsError(
                     .io,
-                    "cannot read back \(path): \(n < 0 ? String(cString: strerror(errno)) : "shorter than written")")
+                    "cannot read back the temporary file: "
+                        + (n < 0 ? String(cString: strerror(errno)) : "shorter than written"), source: path)
             }
             let written: Result<Void, VipsError> = buffer.withUnsafeBytes { bytes in
                 do throws(VipsError) {
@@ -155,7 +160,8 @@ final class StreamingFileWriter: Sendable {
                 let status = close(state.fd)
                 state.fd = -1
                 guard status == 0 else {
-                    throw VipsError(.io, "cannot close \(path): \(String(cString: strerror(errno)))")
+                    throw VipsError(
+                        .io, "cannot close the temporary file: \(String(cString: strerror(errno)))", source: path)
                 }
             }
             state.handedOver = true

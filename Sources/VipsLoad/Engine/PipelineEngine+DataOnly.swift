@@ -18,16 +18,13 @@ extension PipelineEngine {
         completion: @escaping @Sendable (Result<ImageData, VipsError>) -> Void
     ) -> DataLoadTicket {
         let ticket = DataLoadTicket()
-        perform { effects in
-            let unit: SharedWork<ImageData>
-            if let existing = loads[request.loadKey] {
-                unit = existing
-                metrics.dataLoadsShared.add(1, ordering: .relaxed)
-            } else {
-                unit = startLoad(
+        lock.perform { effects in
+            let (unit, joined) = loads.join(request.loadKey) {
+                startLoad(
                     request.request.source, key: request.loadKey, policy: request.dataPolicy,
                     priority: request.priority, &effects)
             }
+            if joined { metrics.dataLoadsShared.add(1, ordering: .relaxed) }
             ticket.subscription = unit.subscribe(priority: request.priority, &effects) { [weak self] event in
                 let result: Result<ImageData, VipsError>
                 switch event {
@@ -36,7 +33,7 @@ extension PipelineEngine {
                 case .failure(let error): result = .failure(error)
                 }
                 let current =
-                    self?.perform { effects -> Bool in
+                    self?.lock.perform { effects -> Bool in
                         guard let subscription = ticket.subscription else { return false }
                         ticket.subscription = nil
                         subscription.cancel(&effects)
@@ -50,7 +47,7 @@ extension PipelineEngine {
 
     /// Leaves the ticket's data unit (cancelling its load when no one else waits for it).
     func cancel(_ ticket: DataLoadTicket) {
-        perform { effects in
+        lock.perform { effects in
             ticket.subscription?.cancel(&effects)
             ticket.subscription = nil
         }

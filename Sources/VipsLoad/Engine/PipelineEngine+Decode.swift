@@ -12,26 +12,22 @@ extension PipelineEngine {
     /// Creates the decode unit for `request`: a downscale of a larger cached
     /// bitmap when there is one, otherwise a subscription to the source's data
     /// unit (joined when one is in flight or loaded, else started).
-    func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
-        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.workKey)
+    func startDecode(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<ImageResponse> {
+        let unit = SharedWork<ImageResponse>(
+            priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit,
             let larger = memoryCache?.largerBitmap(for: request.key)
         {
             enqueueDecode(unit, request, .bitmap(larger), &effects)
             return unit
         }
-        let data: SharedWork<ImageData>
-        if let existing = loads[request.loadKey] {
-            data = existing
-            metrics.dataLoadsShared.add(1, ordering: .relaxed)
-        } else {
+        let (data, joined) = loads.join(request.loadKey) {
             var policy = request.dataPolicy
             if !storesOriginalData(request) { policy.writes = false }
-            data = startLoad(
-                request.request.source, key: request.loadKey, policy: policy,
-                priority: request.priority, &effects)
+            return startLoad(
+                request.request.source, key: request.loadKey, policy: policy, priority: request.priority, &effects)
         }
+        if joined { metrics.dataLoadsShared.add(1, ordering: .relaxed) }
         chain(unit, to: data, &effects) { [weak self] bytes, unit, effects in
             self?.enqueueDecode(unit, request, .data(bytes), &effects)
         }
@@ -40,46 +36,41 @@ extension PipelineEngine {
 
     /// Queues the unit's decode on the decode lane.
     private func enqueueDecode(
-        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput,
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: DecodeInput,
         _ effects: inout Effects
     ) {
-        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runDecode(unit, request, input) }
+        unit.enqueue({ [weak self] in self?.runDecode(unit, request, input) }, on: decodePool, &effects)
     }
 
     /// Runs one decode or downscale on a decode thread, stores the bitmap and
     /// delivers it; a unit disposed of while queued never decodes.
-    private func runDecode(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: DecodeInput) {
-        guard perform({ _ in unit.begin() }) else { return }
-        if let limit = decodeTimeLimit, limit <= .zero {
-            let error = VipsError(.invalidArgument, "decodeTimeLimit must be positive (or nil for none), not \(limit)")
-            perform { effects in unit.complete(with: .failure(error), &effects) }
-            return
-        }
+    private func runDecode(_ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: DecodeInput) {
+        guard lock.perform({ _ in unit.begin() }) else { return }
         let cancellation = DecodeCancellation()
         let watchdog = startWatchdog(cancellation, label: request.request.source.description) { [weak self] error in
-            self?.perform { effects in unit.complete(with: .failure(error), &effects) }
+            self?.lock.perform { effects in unit.complete(with: .failure(error), &effects) }
         }
         defer { watchdog?.cancel() }
         decodeObserver.withLock { $0 }?(request.key)
 
         var result: Result<Bitmap, VipsError>
+        let origin: ImageResponse.Origin
         switch input {
         case .data(let data):
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
                 try cancellation.run { () throws(VipsError) -> Bitmap in
-                    try decoder(for: data).decode(
+                    try decoder(for: data, named: request.request.source.description).decode(
                         data.input, size: request.request.size, mode: request.request.mode,
                         scale: request.request.scale, allowUpscale: request.key.allowUpscale,
                         keepingMetadata: request.request.options.contains(.keepMetadata))
                 }
             }
             result = result.map { $0.fromDataCache(data.isFromDataCache) }
+            origin = data.isFromDataCache ? .dataCache : .load
             metrics.decodesFinished.add(1, ordering: .relaxed)
             if case .success(let bitmap) = result { metrics.bytesDecoded.add(bitmap.cost, ordering: .relaxed) }
-            // The decoder names the file it read: a download's is a temporary
-            // or cache file, so the message names the request's source instead.
-            result = result.mapError { $0.naming(data.input, as: request.request.source) }
+            result = result.mapError { $0.decodeError(naming: request.request.source.description) }
         case .bitmap(let larger):
             metrics.memoryResizes.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
@@ -88,18 +79,9 @@ extension PipelineEngine {
                 }
             }
             result = result.map { $0.withSource(larger.source) }
+            origin = .derivedFromMemoryCache
         }
-        perform { effects in
-            // Stored before the unit leaves its table (same locked section), so
-            // an identical request arriving now finds one or the other. A unit
-            // whose tasks all left still stores: the work is done, and the row
-            // a user scrolled past may well come back.
-            // A unit that timed out has ended: its late result is dropped.
-            if case .success(let bitmap) = result, unit.isLive, unit.storesResult, let memoryCache {
-                memoryCache.store(bitmap, for: request.key)
-            }
-            unit.complete(with: result, &effects)
-        }
+        finish(unit, request, result.map { ImageResponse(bitmap: $0, origin: origin) })
     }
 }
 
@@ -114,7 +96,7 @@ extension PipelineEngine {
     ) -> DispatchWorkItem? {
         guard let limit = decodeTimeLimit, limit > .zero else { return nil }
         let error = VipsError(
-            .timedOut, "\(label): decoding took longer than the pipeline's decodeTimeLimit of \(limit)")
+            .timedOut, "decoding took longer than the pipeline's decodeTimeLimit of \(limit)", source: label)
         let item = DispatchWorkItem {
             cancellation.cancel()
             expire(error)
@@ -123,23 +105,16 @@ extension PipelineEngine {
         return item
     }
 
-    /// The decoder for `data`: told the file's size and first bytes when the
-    /// loader or cache read them, so it does not open the file to sniff it.
-    func decoder(for data: ImageData) -> ImageDecoder {
-        guard case .file(let path) = data.input, !data.leadingBytes.isEmpty else { return decoder }
+    /// The decoder for `data`, told what its messages call the input (`name`,
+    /// the request's source: a download's file is a temporary or cache file,
+    /// named to no one), and the file's size and first bytes when the loader
+    /// or cache read them, so it does not open the file to sniff it.
+    func decoder(for data: ImageData, named name: String) -> ImageDecoder {
         var told = decoder
-        told.knownFile = (path, data.byteCount, data.leadingBytes)
+        told.inputName = name
+        if case .file(let path) = data.input, !data.leadingBytes.isEmpty {
+            told.knownFile = (path, data.byteCount, data.leadingBytes)
+        }
         return told
-    }
-}
-
-extension VipsError {
-    /// The error with `input`'s path in its message replaced by the source's
-    /// description (no temporary or cache file is ever named to a user).
-    func naming(_ input: ImageInput, as source: ImageSource) -> VipsError {
-        guard case .file(let path) = input, case let name = source.description, path != name,
-            message.contains(path)
-        else { return self }
-        return VipsError(kind, message.replacingOccurrences(of: path, with: name), httpStatus: httpStatus)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 extension PipelineEngine {
     /// Creates the data unit for a source and queues its first step: local
-    /// sources of the default loader are read on the I/O lane; remote sources
+    /// sources of a `DataLoader` are read on the I/O lane; remote sources
     /// are looked up in the data cache on the I/O lane (unless `policy` skips
     /// its reads), then loaded on the network lane; everything else goes to
     /// the network lane at once. A cache-only unit never reaches the network
@@ -13,37 +13,31 @@ extension PipelineEngine {
         _ effects: inout Effects
     ) -> SharedWork<ImageData> {
         let unit = SharedWork<ImageData>(priority: priority, retainsValue: true, finishesWithoutSubscribers: false)
-        loads.insert(unit, for: key)
-        if usesDefaultLoader, source.isLocal {
-            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runLocalLoad(unit, source) }
+        if readsLocalSources, source.isLocal {
+            unit.enqueue({ [weak self] in self?.runLocalLoad(unit, source) }, on: ioPool, &effects)
         } else if policy.cacheOnly || (!source.isLocal && dataCache != nil && policy.reads) {
-            enqueue(unit, on: ioPool, &effects) { [weak self] in self?.runCacheLookup(unit, source, policy) }
+            unit.enqueue({ [weak self] in self?.runCacheLookup(unit, source, policy) }, on: ioPool, &effects)
         } else {
             enqueueNetwork(unit, source, policy, revalidating: nil, &effects)
         }
         return unit
     }
 
+    /// Queues the unit's load on the network lane; the unit cancels it there
+    /// while it waits, and cancels its Swift task once it runs.
     private func enqueueNetwork(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?, _ effects: inout Effects
+        revalidating stale: CachedImageData?, _ effects: inout Effects
     ) {
-        let lane = loadLane
-        let id = lane.reserveID()
-        unit.attach(WorkHandle(cancel: { lane.cancel(id) }, setPriority: { lane.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { [weak self] in
-            lane.enqueue(id, priority: priority) { [weak self] in
-                guard let self else { return lane.finish() }
-                self.startRemoteLoad(unit, source, policy, revalidating: stale)
-            }
-        }
+        unit.enqueue(
+            { [weak self] in await self?.runRemoteLoad(unit, source, policy, revalidating: stale) }, on: loadLane,
+            &effects)
     }
 
     /// Reads a local source on an I/O thread (a file is checked, not read:
     /// libvips reads it while decoding).
     private func runLocalLoad(_ unit: SharedWork<ImageData>, _ source: ImageSource) {
-        guard perform({ _ in unit.begin() }) else { return }
+        guard lock.perform({ _ in unit.begin() }) else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
         let result = Result { () throws(VipsError) -> ImageData in try DataLoader.local(source) }
         finishLoad(unit, result)
@@ -53,28 +47,21 @@ extension PipelineEngine {
     /// entry (any entry, for a cache-only unit) completes the unit at once,
     /// without waiting behind downloads; otherwise the load moves to the
     /// network lane (revalidating a stale entry), or a cache-only unit fails
-    /// with `.notCached`.
+    /// with `.notCached`. The unit stays pending meanwhile (a lookup is not
+    /// the load): when its subscribers leave, the lookup's answer is dropped.
     private func runCacheLookup(_ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy) {
-        guard perform({ _ in unit.begin() }) else { return }
-        var stale: DiskCache.Hit?
-        var fresh: ImageData?
-        if let disk = dataCache as? DiskCache {
-            if let hit = disk.lookup(policy.key) {
-                if policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
-                    fresh = hit.data
-                } else if hit.entry.http?.canRevalidate == true, policy.writes {
-                    stale = hit
-                }
-            }
-        } else if let dataCache, let hit = dataCache.cachedData(for: policy.key),
-            policy.cacheOnly || cachePolicy == .ignoreExpiry || hit.isFresh()
+        guard lock.perform({ _ in unit.isLive }) else { return }
+        var stale: CachedImageData?
+        let hit = dataCache?.cachedData(for: policy.key)
+        // Only the pipeline's own downloader can ask the server about a stored entry.
+        switch cachePolicy.use(of: hit, cacheOnly: policy.cacheOnly, canRevalidate: httpLoader != nil && policy.writes)
         {
-            fresh = hit.data
-        }
-        if let fresh {
+        case .serve(let data):
             dataCacheHits.add(1, ordering: .relaxed)
-            finishLoad(unit, .success(ImageData(fromDataCache: fresh)))
+            finishLoad(unit, .success(ImageData(fromDataCache: data)))
             return
+        case .revalidate(let entry): stale = entry
+        case .load: break
         }
         if policy.cacheOnly {
             finishLoad(
@@ -82,77 +69,58 @@ extension PipelineEngine {
                 .failure(
                     VipsError(
                         .notCached,
-                        "\(source): not in the "
+                        "not in the "
                             + (dataCache == nil
                                 ? "memory cache (the pipeline has no data cache)" : "memory or data cache")
-                            + ", and the request asks not to load it")))
+                            + ", and the request asks not to load it", source: source.description)))
             return
         }
-        perform { effects in
-            guard unit.isLive else { return }
-            enqueueNetwork(unit, source, policy, revalidating: stale, &effects)
-        }
+        lock.perform { effects in enqueueNetwork(unit, source, policy, revalidating: stale, &effects) }
     }
 
-    /// Starts a network-lane load in its own Swift task; its handle lets the
-    /// unit cancel it (which runs the loader's cancellation handlers, after
-    /// the engine lock is released).
-    private func startRemoteLoad(
-        _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?
-    ) {
-        let lane = loadLane
-        let task = Task { [weak self] in
-            defer { lane.finish() }
-            await self?.runRemoteLoad(unit, source, policy, revalidating: stale)
-        }
-        perform { effects in
-            unit.attach(WorkHandle(cancel: { task.cancel() }, setPriority: { _ in }), &effects)
-        }
-    }
-
+    /// Runs a load on the network lane, in the lane's Swift task (cancelled
+    /// when the unit is disposed of, which runs the loader's cancellation
+    /// handlers after the engine lock is released).
     private func runRemoteLoad(
         _ unit: SharedWork<ImageData>, _ source: ImageSource, _ policy: DataPolicy,
-        revalidating stale: DiskCache.Hit?
+        revalidating stale: CachedImageData?
     ) async {
-        // A unit that came through the cache lookup has begun already.
-        let live = perform { _ in unit.begin() || unit.isLive }
-        guard live, !Task.isCancelled else { return }
+        guard lock.perform({ _ in unit.begin() }), !Task.isCancelled else { return }
         metrics.dataLoadsStarted.add(1, ordering: .relaxed)
         var result: Result<ImageData, VipsError>
-        do {
-            if let httpLoader, !source.isLocal, dataCache == nil || dataCache is DiskCache {
-                // The default loader streams into a disk cache and revalidates its entries itself.
+        do throws(VipsError) {
+            if let httpLoader, !source.isLocal {
+                // The pipeline's own downloader streams into the data cache and revalidates its entries itself.
                 result = .success(
                     try await httpLoader.download(
                         source, key: policy.key, headers: policy.headers,
                         modifier: requestModifier,
                         progress: { [weak self] completed, total in
-                            self?.perform { effects in
+                            self?.lock.perform { effects in
                                 unit.reportProgress(completed: completed, total: total, &effects)
                             }
                         },
-                        cache: policy.writes ? dataCache as? DiskCache : nil,
+                        cache: policy.writes ? dataCache : nil,
                         revalidating: stale))
             } else {
-                result = .success(try await loader.loadData(for: source))
-                if let dataCache, policy.writes, !source.isLocal, case .success(let data) = result {
-                    // A custom loader's result (or a custom cache): stored by the pipeline, on the I/O lane.
+                let data = try await loader.loadData(for: source)
+                result = .success(data)
+                if let dataCache, policy.writes, !source.isLocal {
+                    // Another loader's result: stored by the pipeline, on the I/O lane.
+                    let priority = lock.perform { _ in unit.priority }
                     result = .success(
-                        await ioPool.run(priority: unit.priority) {
-                            (try? dataCache.store(data, for: policy.key, http: nil)) ?? data
-                        })
+                        await ioPool.run(priority: priority) { (try? dataCache.store(data, for: policy.key)) ?? data })
                 }
             }
         } catch {
-            result = .failure(VipsError.from(error, source: source))
+            result = .failure(error)
         }
         finishLoad(unit, result)
     }
 
     private func finishLoad(_ unit: SharedWork<ImageData>, _ result: Result<ImageData, VipsError>) {
         if case .success(let data) = result { metrics.bytesLoaded.add(data.byteCount, ordering: .relaxed) }
-        perform { effects in unit.complete(with: result, &effects) }
+        lock.perform { effects in unit.complete(with: result, &effects) }
     }
 }
 
@@ -166,13 +134,14 @@ extension PriorityThreadPool {
 }
 
 extension VipsError {
-    /// Any error a loader threw, as a `VipsError`: cancellation is `.cancelled`,
-    /// a foreign error `.internal`, each naming the source.
+    /// Any error of a step that may throw others, as a `VipsError`:
+    /// cancellation is `.cancelled`, a foreign error `.internal`, each naming
+    /// the source.
     static func from(_ error: any Error, source: ImageSource) -> VipsError {
         switch error {
         case let error as VipsError: return error
         case is CancellationError: return .cancelled(source.description)
-        default: return VipsError(.internal, "\(source): \(error)")
+        default: return VipsError(.internal, "\(error)", source: source.description, underlying: error)
         }
     }
 

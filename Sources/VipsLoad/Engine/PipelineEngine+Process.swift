@@ -3,7 +3,7 @@ import Foundation
 extension PipelineEngine {
     /// Starts the unit that serves `request`: its decode, or, when it has
     /// processors, a processing unit over that decode.
-    func startWork(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
+    func startWork(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<ImageResponse> {
         request.request.processors.isEmpty ? startDecode(request, &effects) : startProcess(request, &effects)
     }
 
@@ -14,51 +14,41 @@ extension PipelineEngine {
     /// (so different processors over one source and geometry share one decode
     /// and one data load) or started. The unprocessed decode is not cached on
     /// its own account: only the processed result is, under its own key.
-    func startProcess(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<Bitmap> {
-        let unit = SharedWork<Bitmap>(priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
-        decodes.insert(unit, for: request.workKey)
+    func startProcess(_ request: ValidatedRequest, _ effects: inout Effects) -> SharedWork<ImageResponse> {
+        let unit = SharedWork<ImageResponse>(
+            priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         let stage = request.decodeStage
         if stage.readsMemoryCache, let decoded = memoryCache?.peek(stage.key) {
-            enqueueProcess(unit, request, decoded, &effects)
+            enqueueProcess(unit, request, ImageResponse(bitmap: decoded, origin: .derivedFromMemoryCache), &effects)
             return unit
         }
-        let decode: SharedWork<Bitmap>
-        if let existing = decodes[stage.workKey] {
-            decode = existing
-            metrics.coalesced.add(1, ordering: .relaxed)
-        } else {
-            decode = startDecode(stage, &effects)
-        }
-        chain(unit, to: decode, &effects) { [weak self] bitmap, unit, effects in
-            self?.enqueueProcess(unit, request, bitmap, &effects)
+        let (decode, joined) = decodes.join(stage.workKey) { startDecode(stage, &effects) }
+        if joined { metrics.coalesced.add(1, ordering: .relaxed) }
+        chain(unit, to: decode, &effects) { [weak self] decoded, unit, effects in
+            self?.enqueueProcess(unit, request, decoded, &effects)
         }
         return unit
     }
 
     /// Queues the unit's processors on the decode lane.
     private func enqueueProcess(
-        _ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap,
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: ImageResponse,
         _ effects: inout Effects
     ) {
-        enqueue(unit, on: decodePool, &effects) { [weak self] in self?.runProcess(unit, request, input) }
+        unit.enqueue({ [weak self] in self?.runProcess(unit, request, input) }, on: decodePool, &effects)
     }
 
     /// Runs the processors on a decode thread, stores the result under the
     /// processed key and delivers it; a unit disposed of while queued never runs.
-    private func runProcess(_ unit: SharedWork<Bitmap>, _ request: ValidatedRequest, _ input: Bitmap) {
-        guard perform({ _ in unit.begin() }) else { return }
+    private func runProcess(
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: ImageResponse
+    ) {
+        guard lock.perform({ _ in unit.begin() }) else { return }
         processObserver.withLock { $0 }?(request.key)
         let processors = ImageProcessors.Composition(request.request.processors)
-        var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input) }
-        result = result.mapError { error in
-            VipsError(error.kind, "\(request.request.source): \(error.message)", httpStatus: error.httpStatus)
-        }
-        perform { effects in
-            if case .success(let bitmap) = result, unit.storesResult, let memoryCache {
-                memoryCache.store(bitmap, for: request.key)
-            }
-            unit.complete(with: result, &effects)
-        }
+        var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input.bitmap) }
+        result = result.mapError { $0.about(request.request.source.description) }
+        finish(unit, request, result.map { ImageResponse(bitmap: $0, origin: input.origin) })
     }
 }
 

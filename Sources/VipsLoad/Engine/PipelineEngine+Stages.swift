@@ -11,7 +11,7 @@ extension PipelineEngine {
     ) {
         let subscription = upstream.subscribe(priority: unit.priority, &effects) { [weak self, weak unit] event in
             guard let self, let unit else { return }
-            self.perform { effects in
+            self.lock.perform { effects in
                 switch event {
                 case .value(let value):
                     guard unit.isLive else { return }
@@ -26,16 +26,28 @@ extension PipelineEngine {
         unit.attach(upstream: subscription, &effects)
     }
 
-    /// Queues `job` for `unit` on one of the engine's thread pools: the unit
-    /// can cancel it or move it to its new priority until it starts. Call with
-    /// the lock held; the job is enqueued after the lock is released.
-    func enqueue<Value: Sendable>(
-        _ unit: SharedWork<Value>, on pool: PriorityThreadPool, _ effects: inout Effects,
-        _ job: @escaping @Sendable () -> Void
+    /// Completes a unit that serves requests for `request.key`: a success is
+    /// stored in the memory cache first, when the unit is still live and any
+    /// of its subscribers, ever, asked for that (a unit that ended, say at the
+    /// decode time limit, drops its late result). The store happens outside
+    /// the engine lock (evicted bitmaps are freed there) and before the unit
+    /// leaves its table, so an identical request arriving meanwhile finds one
+    /// or the other (one who joins between the two locked sections and is
+    /// the first to ask for storing has it stored after the unit completes).
+    /// Call without the lock.
+    func finish(
+        _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ result: Result<ImageResponse, VipsError>
     ) {
-        let id = pool.reserveID()
-        unit.attach(WorkHandle(cancel: { pool.cancel(id) }, setPriority: { pool.setPriority($0, of: id) }), &effects)
-        let priority = unit.priority
-        effects.add { pool.enqueue(id, priority: priority, job) }
+        guard case .success(let response) = result, let memoryCache else {
+            return lock.perform { effects in unit.complete(with: result, &effects) }
+        }
+        let stored = lock.perform { _ in unit.isLive && unit.storesResult }
+        if stored { memoryCache.store(response.bitmap, for: request.key) }
+        let storeLate = lock.perform { effects -> Bool in
+            let late = !stored && unit.isLive && unit.storesResult
+            unit.complete(with: result, &effects)
+            return late
+        }
+        if storeLate { memoryCache.store(response.bitmap, for: request.key) }
     }
 }

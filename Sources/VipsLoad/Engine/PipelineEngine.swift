@@ -16,17 +16,21 @@ import Synchronization
 ///   Swift task, cancelled when its last subscriber leaves.
 ///
 /// Locking: all bookkeeping (the unit tables, every unit's subscribers and
-/// phase, tasks' subscriptions) is guarded by one lock, taken only in
-/// `perform`; locked sections collect `Effects` (start, enqueue, cancel,
-/// deliver) that `perform` runs after unlocking. Lock order (asserted in debug
-/// builds by `Lock`): engine → task → queue → cache; nothing is called back
-/// while any of them is held.
+/// phase, tasks' subscriptions) is guarded by one `WorkLock`, taken only in
+/// `lock.perform`; locked sections collect `Effects` (start, enqueue, cancel,
+/// deliver) that run after unlocking. The memory cache is written outside it
+/// (`finish`), so bitmaps it evicts are freed under no engine lock. Lock order
+/// (asserted in debug builds by `Lock`): engine → task → queue → cache;
+/// nothing is called back while any of them is held.
 final class PipelineEngine: @unchecked Sendable {
     let metrics = MetricCounters()
     let memoryCache: MemoryCache?
-    /// The data loader for remote sources (and, when custom, for every source).
+    /// The loader the network lane calls: a custom loader (for every
+    /// source), or a `DataLoader`'s `remoteLoader` (for remote ones).
     let loader: any ImageDataLoading
-    /// The default loader's downloader (nil with a custom loader).
+    /// The pipeline's own downloader, with a `DataLoader` that has no
+    /// `remoteLoader` (the default): it streams into the data cache and
+    /// revalidates its entries. Nil otherwise.
     let httpLoader: HTTPDataLoader?
     /// Consulted before any loader for remote sources.
     let dataCache: (any ImageDataCaching)?
@@ -42,9 +46,9 @@ final class PipelineEngine: @unchecked Sendable {
     let resizesFromLargerCachedImages: Bool
     /// `Configuration.decodeTimeLimit`.
     let decodeTimeLimit: Duration?
-    /// Whether `loader` is the default `DataLoader`, whose local sources the
-    /// engine reads on the I/O lane instead of the network lane.
-    let usesDefaultLoader: Bool
+    /// Whether the configured loader is a `DataLoader`, whose local sources
+    /// the engine reads on the I/O lane instead of the network lane.
+    let readsLocalSources: Bool
 
     let decodePool: PriorityThreadPool
     let ioPool: PriorityThreadPool
@@ -55,26 +59,34 @@ final class PipelineEngine: @unchecked Sendable {
     /// Test hook: called on the decode thread as each processing unit's processors start.
     let processObserver = LockedState<(@Sendable (ImageCacheKey) -> Void)?>(nil)
 
+    let lock = WorkLock()
     // Guarded by `lock`.
-    private let lock = Lock(rank: .engine)
     /// Decode units, and processing units (keys with processors) beside them.
-    let decodes = WorkTable<WorkKey, Bitmap>()
+    let decodes = WorkTable<WorkKey, ImageResponse>()
     let loads = WorkTable<String, ImageData>()
     var attachedTasks = 0
 
     init(configuration: ImagePipeline.Configuration) {
         memoryCache = configuration.memoryCache
         decoder = ImageDecoder(options: configuration.decodeOptions)
-        if let custom = configuration.dataLoader {
-            loader = custom
-            httpLoader = nil
+        // The default loader is a value like any other: any `DataLoader` gets the
+        // pipeline's lanes, whether made by `Configuration()` or passed in.
+        if let standard = configuration.dataLoader as? DataLoader {
+            readsLocalSources = true
+            if let remote = standard.remoteLoader {
+                loader = remote
+                httpLoader = nil
+            } else {
+                let http = HTTPDataLoader(configuration: configuration.http, cache: nil, limitsDownloads: false)
+                loader = http
+                httpLoader = http
+            }
         } else {
-            let http = configuration.makeHTTPLoader()
-            loader = DataLoader(remoteLoader: http)
-            httpLoader = http
+            readsLocalSources = false
+            loader = configuration.dataLoader
+            httpLoader = nil
         }
-        usesDefaultLoader = configuration.dataLoader == nil
-        dataCache = configuration.effectiveDataCache
+        dataCache = configuration.dataCache
         cachePolicy = configuration.http.cachePolicy
         requestModifier = configuration.requestModifier
         dataCachePolicy = configuration.dataCachePolicy
@@ -89,16 +101,6 @@ final class PipelineEngine: @unchecked Sendable {
     deinit {
         decodePool.shutDown()
         ioPool.shutDown()
-    }
-
-    /// Runs `body` under the engine lock, then the effects it collected.
-    func perform<R>(_ body: (inout Effects) -> R) -> R {
-        var effects = Effects()
-        lock.lock()
-        let result = body(&effects)
-        lock.unlock()
-        effects.run()
-        return result
     }
 
     // MARK: - Memory hits
@@ -119,20 +121,19 @@ final class PipelineEngine: @unchecked Sendable {
     /// its data load) when none is in flight. A bitmap stored since the
     /// caller's first look completes the task at once.
     func submit(_ task: ImageTask, _ request: ValidatedRequest) {
-        let hit = perform { effects -> Bitmap? in
-            let unit: SharedWork<Bitmap>
+        let hit = lock.perform { effects -> Bitmap? in
             let storesProcessed = storesProcessedImage(request)
             let key = storesProcessed ? request.processedCacheWorkKey : request.workKey
-            if let existing = decodes[key] {
-                unit = existing
-                metrics.coalesced.add(1, ordering: .relaxed)
-            } else {
-                // A decode of this key may have finished since the caller's
-                // first look: completion stores the bitmap and leaves the table
-                // in one locked section, so this second look cannot miss it.
-                if request.readsMemoryCache, let cached = memoryCache?.peek(request.key) { return cached }
-                unit = storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
+            // A decode of this key may have finished since the caller's first
+            // look: `finish` stores the bitmap before the unit leaves the table,
+            // so this second look cannot miss both.
+            if decodes[key] == nil, request.readsMemoryCache, let cached = memoryCache?.peek(request.key) {
+                return cached
             }
+            let (unit, joined) = decodes.join(key) {
+                storesProcessed ? startProcessedCacheWork(request, &effects) : startWork(request, &effects)
+            }
+            if joined { metrics.coalesced.add(1, ordering: .relaxed) }
             task.subscription = unit.subscribe(
                 priority: task.priority, storesResult: request.writesMemoryCache,
                 &effects
@@ -145,13 +146,13 @@ final class PipelineEngine: @unchecked Sendable {
         if let hit {
             metrics.memoryHits.add(1, ordering: .relaxed)
             task.noteCacheHit(.memory)
-            task.complete(with: .value(hit))
+            task.complete(with: .value(ImageResponse(bitmap: hit, origin: .memoryCache)))
         }
     }
 
     /// A task left (cancelled) or completed: it gives up its subscription.
     func detach(_ task: ImageTask) {
-        perform { effects in
+        lock.perform { effects in
             guard let subscription = task.subscription else { return }
             task.subscription = nil
             attachedTasks -= 1
@@ -162,16 +163,19 @@ final class PipelineEngine: @unchecked Sendable {
     /// A task's priority changed: its unit (and the units that unit waits
     /// for) move to their new highest priority.
     func priorityChanged(of task: ImageTask, to priority: ImageRequest.Priority) {
-        perform { effects in
+        lock.perform { effects in
             task.subscription?.setPriority(priority, &effects)
         }
     }
 
     // MARK: - Diagnostics
 
+    /// The counters of the loader's network and disk-cache work.
+    var networkMetrics: HTTPLoaderMetrics? { loader.networkMetrics }
+
     /// Sizes of the in-flight tables and lanes.
     var inFlight: ImagePipeline.InFlight {
-        let tables = perform { _ in (attachedTasks, decodes.count, loads.count) }
+        let tables = lock.perform { _ in (attachedTasks, decodes.count, loads.count) }
         return ImagePipeline.InFlight(
             tasks: tables.0, decodeJobs: tables.1, dataLoads: tables.2,
             queuedDecodes: decodePool.waitingCount, runningDecodes: decodePool.runningCount,

@@ -15,9 +15,9 @@
 ///   it at once to subscribers who join later; any other unit leaves its table
 ///   as it completes. Failures are never kept.
 ///
-/// Every stored property is guarded by the engine lock: every method is called
-/// with it held (inside `Engine.perform`), and none runs outside code; what
-/// must happen after the lock is released goes into `Effects`.
+/// Every stored property is guarded by its owner's `WorkLock`: every method
+/// is called with it held (inside `WorkLock.perform`), and none runs outside
+/// code; what must happen after the lock is released goes into `Effects`.
 final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     /// What a subscriber is told.
     enum Event: Sendable {
@@ -54,7 +54,7 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     /// In arrival order: the first to join is served (and queued) first.
     private var subscribers: [(id: Int, subscriber: Subscriber)] = []
     private var nextSubscriberID = 0
-    /// The highest priority among the subscribers.
+    /// The highest priority among the subscribers (read under the lock, like everything here).
     private(set) var priority: ImageRequest.Priority
     /// How the unit's work is cancelled and moved in its queue (set by its stage).
     private var work: WorkHandle?
@@ -126,9 +126,6 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         if let work { effects.add { work.setPriority(highest) } }
         upstream?.setPriority(highest, &effects)
     }
-
-    /// Whether nobody waits for the result (a running decode may still finish).
-    var hasSubscribers: Bool { !subscribers.isEmpty }
 
     /// How many subscribers the result will reach if it completes now.
     var subscriberCount: Int { subscribers.count }
@@ -242,16 +239,17 @@ struct WorkSubscription: Sendable {
     }
 }
 
-/// How a unit's work is cancelled and moved in its queue; called after the
-/// engine lock is released (as effects), from any thread.
+/// How a unit's work is cancelled and moved in its queue (`SharedWork.enqueue`);
+/// called after the lock is released (as effects), from any thread.
 struct WorkHandle: Sendable {
     let cancel: @Sendable () -> Void
     let setPriority: @Sendable (ImageRequest.Priority) -> Void
 }
 
-/// The live units of one stage, by key: where identical work is found and joined.
+/// The live units of one stage, by key: where identical work is found and
+/// joined (the idea of Nuke's `TaskPool`).
 ///
-/// Guarded by the engine lock, like the units.
+/// Guarded by its owner's `WorkLock`, like the units.
 final class WorkTable<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     private var units: [Key: SharedWork<Value>] = [:]
 
@@ -261,14 +259,18 @@ final class WorkTable<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sen
     /// The live unit for `key`, if any.
     subscript(key: Key) -> SharedWork<Value>? { units[key] }
 
-    /// Adds a new unit under `key`; it removes itself when it ends.
-    func insert(_ unit: SharedWork<Value>, for key: Key) {
+    /// The live unit for `key` (`joined` true), or the unit `make` creates and
+    /// starts, added under `key` until it ends (`joined` false). The one way a
+    /// stage joins identical work or starts it.
+    func join(_ key: Key, make: () -> SharedWork<Value>) -> (unit: SharedWork<Value>, joined: Bool) {
+        if let existing = units[key] { return (existing, true) }
+        let unit = make()
+        // A unit that ended while it was being started has nothing to share.
+        guard unit.isLive else { return (unit, false) }
         units[key] = unit
         unit.leaveTable = { [unowned self, unowned unit] in
             if self.units[key] === unit { self.units[key] = nil }
         }
+        return (unit, false)
     }
-
-    /// The live units, for invalidation.
-    var all: [(key: Key, unit: SharedWork<Value>)] { units.map { ($0.key, $0.value) } }
 }

@@ -1,16 +1,22 @@
 import Foundation
 
-/// The data-loading step: files, in-memory data and `file://` URLs, and
-/// every other URL through `remoteLoader`.
+/// The default data-loading step: files, in-memory data and `file://` URLs,
+/// and every other URL through `remoteLoader`.
 ///
 /// Files are not read here: the returned `ImageData` names the file and
 /// libvips reads it incrementally while decoding, so a large file never sits
-/// whole in memory. Other URL schemes go to `remoteLoader` when one is set;
-/// without it they fail with `.unsupportedSource`. A pipeline made without a
-/// `dataLoader` uses `DataLoader(remoteLoader: HTTPDataLoader(...))`, and
-/// reads local sources itself on its I/O lane.
+/// whole in memory. Other URLs go to `remoteLoader`; without one, `http(s)`
+/// URLs are downloaded by an `HTTPDataLoader`: in an `ImagePipeline` the
+/// pipeline's own (made from `Configuration.http`, streaming into
+/// `Configuration.dataCache`, its downloads in the pipeline's priority order),
+/// used on its own a shared one with the default configuration.
+///
+/// `ImagePipeline.Configuration.dataLoader` is `DataLoader()` by default, and
+/// a pipeline given one explicitly behaves exactly the same: it reads local
+/// sources itself, on its I/O lane, so they never wait behind downloads.
 public struct DataLoader: ImageDataLoading {
-    /// Loads every non-file URL; nil (the default) refuses them.
+    /// Loads every non-file URL; nil (the default) downloads `http(s)` URLs
+    /// as the type's documentation says and refuses other schemes (`.unsupportedSource`).
     public var remoteLoader: (any ImageDataLoading)?
 
     /// A loader for local sources that hands other URLs to `remoteLoader`.
@@ -18,24 +24,31 @@ public struct DataLoader: ImageDataLoading {
         self.remoteLoader = remoteLoader
     }
 
-    /// The remote loader's counters.
-    public var networkMetrics: HTTPLoaderMetrics? { remoteLoader?.networkMetrics }
+    /// The remote loader's counters (the shared downloader's without one).
+    public var networkMetrics: HTTPLoaderMetrics? { (remoteLoader ?? Self.sharedDownloader).networkMetrics }
 
     /// The bytes of `source`: a checked file for libvips to read, the data itself, or the remote loader's result.
-    public func loadData(for source: ImageSource) async throws -> ImageData {
-        try Task.checkCancellation()
+    public func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
+        if Task.isCancelled { throw .cancelled(source.description) }
         if source.isLocal { return try Self.local(source) }
-        guard let remoteLoader else {
+        if let remoteLoader { return try await remoteLoader.loadData(for: source) }
+        guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else {
             let scheme: String
             if case .url(let url) = source.location, let name = url.scheme {
                 scheme = "'\(name)' URLs"
             } else {
                 scheme = "URLs without a scheme"
             }
-            throw VipsError(.unsupportedSource, "\(source): no loader for \(scheme) is configured")
+            throw VipsError(.unsupportedSource, "no loader for \(scheme) is configured", source: source.description)
         }
-        return try await remoteLoader.loadData(for: source)
+        return try await Self.sharedDownloader.loadData(for: source)
     }
+
+    /// The downloader of a `DataLoader` without a `remoteLoader` used outside
+    /// a pipeline: made on first use, with the default configuration.
+    static let sharedDownloader = HTTPDataLoader()
 
     /// A local source (a file, a `file://` URL or data) as `ImageData`; blocking (a file is opened and checked).
     static func local(_ source: ImageSource) throws(VipsError) -> ImageData {
@@ -44,7 +57,7 @@ public struct DataLoader: ImageDataLoading {
             return ImageData(input: .data(data), byteCount: data.count)
         case .file, .url:
             guard let path = source.filePath else {
-                throw VipsError(.unsupportedSource, "\(source) is not a local source")
+                throw VipsError(.unsupportedSource, "not a local source", source: source.description)
             }
             return try file(at: path)
         }

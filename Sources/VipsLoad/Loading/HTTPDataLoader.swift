@@ -15,15 +15,20 @@ import Foundation
 /// - Only a complete, non-empty 2xx body whose first bytes are an image format
 ///   is returned or cached; everything else is a typed `VipsError` (status,
 ///   reason), and nothing of a failed download is kept.
-/// - With a `DiskCache`: fresh entries are served without a request, stale
+/// - With a data cache (`cache`, a `DiskCache` or any `ImageDataCaching`):
+///   bodies stream into it, fresh entries are served without a request, stale
 ///   ones are revalidated (`If-None-Match` / `If-Modified-Since`) and reused on
-///   `304`, following `Cache-Control`, `Expires` and `no-store`.
+///   `304`, following `Cache-Control`, `Expires` and `no-store`. (In an
+///   `ImagePipeline` the pipeline's `dataCache` plays this part.)
 /// - A cache the file system refuses (disk full, read-only, folder deleted)
 ///   costs the caching, not the image: the body moves to a temporary file and
 ///   is delivered uncached, without a second download.
 public final class HTTPDataLoader: ImageDataLoading {
-    /// The timeouts, limits, retries and caching the loader was made with.
+    /// The timeouts, limits, retries and cache policy the loader was made with.
     public let configuration: Configuration
+    /// Where `loadData(for:)` looks first and stores what it downloads; nil
+    /// downloads to temporary files deleted when their `ImageData` is released.
+    public let cache: (any ImageDataCaching)?
     private let session: URLSession
     private let delegate: HTTPSessionDelegate
     /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
@@ -31,15 +36,17 @@ public final class HTTPDataLoader: ImageDataLoading {
     private let coalescer = SharedLoads()
     private let counters = LockedState(HTTPLoaderMetrics())
 
-    /// A loader with its own session; at most `maxConcurrentDownloads` downloads run at once.
-    public convenience init(configuration: Configuration = Configuration()) {
-        self.init(configuration: configuration, limitsDownloads: true)
+    /// A loader with its own session, storing downloads in `cache` (default
+    /// none); at most `maxConcurrentDownloads` downloads run at once.
+    public convenience init(configuration: Configuration = Configuration(), cache: (any ImageDataCaching)? = nil) {
+        self.init(configuration: configuration, cache: cache, limitsDownloads: true)
     }
 
     /// With `limitsDownloads` false the caller bounds concurrent loads itself
     /// (an `ImagePipeline`'s loading lane, in priority order).
-    init(configuration: Configuration, limitsDownloads: Bool) {
+    init(configuration: Configuration, cache: (any ImageDataCaching)?, limitsDownloads: Bool) {
         self.configuration = configuration
+        self.cache = cache
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         // Caching is the DiskCache's job; URLSession's own cache would keep bodies in memory.
         sessionConfiguration.urlCache = nil
@@ -59,25 +66,32 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// This loader's counters.
     public var metrics: HTTPLoaderMetrics { counters.withLock { $0 } }
 
+    /// Downloads waiting for one of the `maxConcurrentDownloads` slots (for tests).
+    var waitingDownloads: Int { limiter?.waitingCount ?? 0 }
+
     /// The loader's counters, for `ImagePipeline.Metrics`.
     public var networkMetrics: HTTPLoaderMetrics? { metrics }
 
     /// Loads an `http(s)` URL source; other sources are an `unsupportedSource` error.
-    public func loadData(for source: ImageSource) async throws -> ImageData {
+    public func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         let url = try Self.httpURL(of: source)
-        // Credentials never reach the disk cache's files: the stored key holds their digest.
+        // Credentials never reach the cache's files: the stored key holds their digest.
         let key = URLRedaction.storageKey(source.key)
-        return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) {
-            [self] in
-            var stale: DiskCache.Hit?
-            if let cache = configuration.diskCache, let hit = cache.lookup(key) {
-                if configuration.cachePolicy == .ignoreExpiry || hit.entry.isFresh() {
+        do {
+            return try await coalescer.load(key, joined: { [self] in counters.withLock { $0.coalescedLoads += 1 } }) {
+                [self] in
+                var stale: CachedImageData?
+                switch configuration.cachePolicy.use(of: cache?.cachedData(for: key), canRevalidate: true) {
+                case .serve(let data):
                     counters.withLock { $0.diskHits += 1 }
-                    return hit.data
+                    return data
+                case .revalidate(let hit): stale = hit
+                case .load: break
                 }
-                if hit.entry.http?.canRevalidate == true { stale = hit }
+                return try await fetch(url, key: key, cache: cache, revalidating: stale)
             }
-            return try await fetch(url, key: key, cache: configuration.diskCache, revalidating: stale)
+        } catch {
+            throw VipsError.from(error, source: source)
         }
     }
 
@@ -90,11 +104,16 @@ public final class HTTPDataLoader: ImageDataLoading {
     func download(
         _ source: ImageSource, key: String, headers: [String: String] = [:],
         modifier: RequestModification.Modifier? = nil, progress: HTTPTransfer.Progress? = nil,
-        cache: DiskCache?, revalidating stale: DiskCache.Hit?
-    ) async throws -> ImageData {
-        try await fetch(
-            try Self.httpURL(of: source), key: key, headers: headers, modifier: modifier, progress: progress,
-            cache: cache, revalidating: stale)
+        cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
+    ) async throws(VipsError) -> ImageData {
+        let url = try Self.httpURL(of: source)
+        do {
+            return try await fetch(
+                url, key: key, headers: headers, modifier: modifier, progress: progress, cache: cache,
+                revalidating: stale)
+        } catch {
+            throw VipsError.from(error, source: source)
+        }
     }
 
     /// Whether `stale-if-error` covers the failure: a 5xx status or a
@@ -111,7 +130,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else {
-            throw VipsError(.unsupportedSource, "\(source): HTTPDataLoader loads only http(s) URLs")
+            throw VipsError(.unsupportedSource, "HTTPDataLoader loads only http(s) URLs", source: source.description)
         }
         return url
     }
@@ -121,7 +140,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// The network, with retries; failures are counted once per load.
     private func fetch(
         _ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
-        progress: HTTPTransfer.Progress? = nil, cache: DiskCache?, revalidating stale: DiskCache.Hit?
+        progress: HTTPTransfer.Progress? = nil, cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
     ) async throws -> ImageData {
         var request = URLRequest(
             url: url, cachePolicy: .reloadIgnoringLocalCacheData,
@@ -148,7 +167,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                         beforeRetry: retries + 1, retryAfter: failure.retryAfter)
                 else {
                     if let stale, Self.allowsStale(after: failure), configuration.usesStaleIfError,
-                        stale.entry.http?.mayServeStaleOnError() == true
+                        stale.http?.mayServeStaleOnError() == true
                     {
                         counters.withLock { $0.staleServedOnError += 1 }
                         return stale.data
@@ -168,14 +187,14 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// One request: a conditional one when `stale` is given.
     private func attempt(
-        _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: DiskCache?,
-        revalidating stale: DiskCache.Hit?
+        _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: (any ImageDataCaching)?,
+        revalidating stale: CachedImageData?
     ) async throws -> ImageData {
         try await limiter?.acquire()
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
-        if let http = stale?.entry.http {
+        if let http = stale?.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified {
                 request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
@@ -189,13 +208,14 @@ public final class HTTPDataLoader: ImageDataLoading {
         let transfer = HTTPTransfer(
             request: request, conditional: stale != nil, limits: limits, progress: progress,
             makeSink: { response, receivedAt throws(VipsError) in
-                try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
+                try Self.makeSink(
+                    response, receivedAt: receivedAt, cache: cache, key: key, temporaryDirectory: directory)
             })
         counters.withLock { $0.httpRequests += 1 }
 
         switch try await transfer.run(in: session, delegate: delegate) {
         case .notModified(let response, let receivedAt):
-            guard let stale, let cache, let stored = stale.entry.http else {
+            guard let stale, let cache, let stored = stale.http else {
                 throw HTTPTransfer.Failure(
                     error: VipsError(
                         .httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry",
@@ -205,10 +225,9 @@ public final class HTTPDataLoader: ImageDataLoading {
             if let updated = stored.updated(
                 byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt)
             {
-                // A failed metadata write only costs a revalidation next time.
-                _ = try? cache.refresh(stale.entry, http: updated)
+                cache.updateHTTPMetadata(updated, of: stale)
             } else {
-                cache.remove(key)
+                cache.removeData(for: key)
             }
             counters.withLock { $0.revalidations += 1 }
             return stale.data
@@ -231,9 +250,9 @@ public final class HTTPDataLoader: ImageDataLoading {
                     ),
                     isTransient: false)
             }
-            if let metadata = sink.cacheMetadata, let cache, byteCount <= cache.configuration.sizeLimit {
-                switch try cache.commitDownload(file, key: key, http: metadata) {
-                case .committed(let hit): return hit.data
+            if let entry = sink.cacheEntry, byteCount <= cache?.maxEntryByteCount ?? .max {
+                switch try entry.writer.commitKeepingBytes(http: entry.http) {
+                case .stored(let data): return data
                 // A cache the file system refuses costs the caching, not the image.
                 case .uncached(let data, _): return data
                 }
@@ -245,27 +264,27 @@ public final class HTTPDataLoader: ImageDataLoading {
         }
     }
 
-    /// Chooses where a 2xx body goes: the disk cache when it may be stored
-    /// there, a temporary file otherwise (also when the cache's folder
+    /// Chooses where a 2xx body goes: a new entry of the data cache when it
+    /// may be stored there, a temporary file otherwise (also when the cache's folder
     /// refuses new files, or refuses more bytes while the body streams).
     private static func makeSink(
-        _ response: HTTPURLResponse, receivedAt: Date, cache: DiskCache?,
+        _ response: HTTPURLResponse, receivedAt: Date, cache: (any ImageDataCaching)?, key: String,
         temporaryDirectory directory: String
     ) throws(VipsError) -> HTTPTransfer.Sink {
         if let cache,
             let metadata = HTTPCacheMetadata(
                 header: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt),
-            response.expectedContentLength <= Int64(cache.configuration.sizeLimit),
-            let file = try? cache.makeTemporaryFile()
+            response.expectedContentLength <= Int64(cache.maxEntryByteCount ?? .max),
+            let writer = try? cache.makeWriter(for: key)
         {
             return HTTPTransfer.Sink(
-                file: file, cacheMetadata: metadata,
+                file: writer.file, cacheEntry: (writer, metadata),
                 fallback: { () throws(VipsError) in
-                    cache.noteWriteFailure()
+                    writer.noteRefused()
                     return try Self.makeTemporaryDownload(in: directory)
                 })
         }
-        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: directory), cacheMetadata: nil)
+        return HTTPTransfer.Sink(file: try Self.makeTemporaryDownload(in: directory), cacheEntry: nil)
     }
 
     /// A new file for an uncached download, in this process's private folder

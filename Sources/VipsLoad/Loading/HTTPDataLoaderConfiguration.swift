@@ -16,10 +16,8 @@ extension HTTPDataLoader {
         public var maxRedirects: Int
         /// Retries for transient failures. Default `.none`.
         public var retryPolicy: HTTPRetryPolicy
-        /// Where bodies are stored and looked up; nil downloads to temporary files
-        /// deleted when their `ImageData` is released. Default nil.
-        public var diskCache: DiskCache?
-        /// How stored entries are used. Default `.respectExpiry`.
+        /// How entries of the data cache (the loader's `cache`, or a pipeline's
+        /// `dataCache`) are used. Default `.respectExpiry`.
         public var cachePolicy: HTTPCachePolicy
         /// Honour `Cache-Control: stale-if-error` (RFC 5861): when revalidating
         /// a stale entry fails with a 5xx status or a network error (after any
@@ -38,7 +36,7 @@ extension HTTPDataLoader {
             maxConcurrentDownloads: Int = 6, requestTimeout: TimeInterval = 30,
             resourceTimeout: TimeInterval = 300, maxBodyBytes: Int = 256 * 1024 * 1024,
             maxRedirects: Int = 10, retryPolicy: HTTPRetryPolicy = .none,
-            diskCache: DiskCache? = nil, cachePolicy: HTTPCachePolicy = .respectExpiry,
+            cachePolicy: HTTPCachePolicy = .respectExpiry,
             temporaryDirectory: URL = FileManager.default.temporaryDirectory
                 .appendingPathComponent("vipsload-downloads", isDirectory: true),
             headers: [String: String] = ["Accept": "image/*,*/*;q=0.8", "User-Agent": "VipsLoad"]
@@ -49,7 +47,6 @@ extension HTTPDataLoader {
             self.maxBodyBytes = maxBodyBytes
             self.maxRedirects = maxRedirects
             self.retryPolicy = retryPolicy
-            self.diskCache = diskCache
             self.cachePolicy = cachePolicy
             self.temporaryDirectory = temporaryDirectory
             self.headers = headers

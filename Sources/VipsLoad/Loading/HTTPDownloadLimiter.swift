@@ -47,6 +47,9 @@ final class HTTPDownloadLimiter: Sendable {
         }
     }
 
+    /// Callers waiting for a slot now.
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
+
     /// Returns a slot, handing it straight to the longest waiter if any.
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in

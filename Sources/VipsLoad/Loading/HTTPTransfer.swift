@@ -19,8 +19,9 @@ final class HTTPTransfer: Sendable {
     /// Where a body goes, chosen when the response head arrives.
     struct Sink: Sendable {
         let file: StreamingFileWriter
-        /// The caching metadata, when the body is to be committed to the disk cache.
-        let cacheMetadata: HTTPCacheMetadata?
+        /// The data-cache entry `file` belongs to and the metadata to commit
+        /// it with, when the body is to be stored there.
+        let cacheEntry: (writer: ImageDataCacheWriter, http: HTTPCacheMetadata)?
         /// For a disk-cache sink: makes the uncached file the body moves to
         /// when the cache's file system refuses a write (full, read-only,
         /// folder deleted), so a cache fault does not cost the download.
@@ -39,7 +40,7 @@ final class HTTPTransfer: Sendable {
                 throw error
             }
             file.discard()
-            return Sink(file: replacement, cacheMetadata: nil)
+            return Sink(file: replacement, cacheEntry: nil)
         }
     }
 
@@ -245,7 +246,7 @@ final class HTTPTransfer: Sendable {
                 if !current { moved.file.discard() }
             } catch {
                 finish(
-                    .failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: true)
+                    .failure(Failure(error: about(error), isTransient: false)), cancellingTask: true)
                 return
             }
         }
@@ -360,10 +361,10 @@ final class HTTPTransfer: Sendable {
             // the bytes survive only in the open file, so they move out.
             do throws(VipsError) {
                 delivered = try sink.relocated(
-                    after: VipsError(.io, "\(label): the cache folder was deleted while the body was written"))
+                    after: VipsError(.io, "the cache folder was deleted while the body was written", source: label))
             } catch {
                 finish(
-                    .failure(Failure(error: about(error, file: sink.file), isTransient: false)), cancellingTask: false)
+                    .failure(Failure(error: about(error), isTransient: false)), cancellingTask: false)
                 return
             }
             let current = state.withLock { state -> Bool in
@@ -411,14 +412,11 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    /// `error` as an error about this download: it names the URL, and the
-    /// download's temporary file only as such (the path means nothing to the
-    /// caller, and the file is gone once the error is seen).
-    private func about(_ error: VipsError, file: StreamingFileWriter? = nil) -> VipsError {
-        var message = error.message
-        if let path = file?.path { message = message.replacingOccurrences(of: path, with: "the temporary file") }
-        if !message.hasPrefix(label + ":") { message = label + ": " + message }
-        return VipsError(error.kind, message, httpStatus: error.httpStatus)
+    /// `error` as an error about this download: it names the URL, never the
+    /// download's temporary file (whose errors are about its path, so they
+    /// are addressed to the URL instead; the file is gone once the error is seen).
+    private func about(_ error: VipsError) -> VipsError {
+        error.about(label)
     }
 
     /// Why the `Content-Length` of `response` cannot be trusted, or nil when

@@ -60,11 +60,13 @@ public final class ImageData: Sendable {
 ///
 /// One protocol, one default implementation (`DataLoader`); the pipeline calls
 /// it once per source in flight, however many requests share that source.
-/// Implementations throw `VipsError` for failures and `CancellationError` when
-/// the calling task is cancelled, and must stop their work promptly on cancel.
+/// Implementations throw a `VipsError` for failures (`.cancelled` when the
+/// calling task is cancelled) and must stop their work promptly on cancel.
 public protocol ImageDataLoading: Sendable {
     /// Loads the encoded bytes for `source`.
-    func loadData(for source: ImageSource) async throws -> ImageData
+    ///
+    /// - Throws: `VipsError`; `.cancelled` when the calling task is cancelled.
+    func loadData(for source: ImageSource) async throws(VipsError) -> ImageData
 
     /// The loader's network and disk-cache counters, which
     /// `ImagePipeline.metrics` includes; nil (the default) for a loader that

@@ -25,10 +25,20 @@ public struct ImageSource: Sendable, Hashable, CustomStringConvertible {
     /// URLs, `data:` and the identifier for data, the URL for other URLs.
     /// Computed once, when the source is made.
     public let key: String
+    /// What messages call the source in place of its own description.
+    private let name: String?
 
-    private init(location: Location, key: String) {
+    private init(location: Location, key: String, name: String? = nil) {
         self.location = location
         self.key = key
+        self.name = name
+    }
+
+    /// The same source, named `name` in every message: for bytes that stand
+    /// in for another source (a URL's downloaded file, decoded by the CLI),
+    /// whose messages must name that source, never the stand-in.
+    package func named(_ name: String) -> ImageSource {
+        ImageSource(location: location, key: key, name: name)
     }
 
     /// The file at `path` (relative paths are resolved against the current folder now).
@@ -71,6 +81,7 @@ public struct ImageSource: Sendable, Hashable, CustomStringConvertible {
     /// What messages call the source: the path as given, the data's
     /// identifier, or the URL with any password removed.
     public var description: String {
+        if let name { return name }
         switch location {
         case .file(let path): return path
         case .data(_, let identifier): return "data:" + identifier

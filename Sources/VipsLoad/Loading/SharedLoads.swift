@@ -12,9 +12,12 @@
 /// dropped its `ImageData`, its temporary file is gone: no reference lingers
 /// in the finishing task, however the compiler places its copies.
 final class SharedLoads: @unchecked Sendable {
-    private let lock = Lock(rank: .engine)
+    private let lock = WorkLock()
     // Guarded by `lock`.
     private let loads = WorkTable<String, Outcome>()
+    /// Where each load runs, in a Swift task of its own: no limit here (the
+    /// loader's download limiter bounds the network).
+    private let lane = WorkQueue(maxConcurrent: .max)
 
     /// The result of `operation` for `key`, shared with concurrent callers.
     /// `joined` runs when this caller joins a load already in flight.
@@ -23,33 +26,30 @@ final class SharedLoads: @unchecked Sendable {
         operation: @escaping @Sendable () async throws -> ImageData
     ) async throws -> ImageData {
         let waiter = Waiter()
-        let (subscription, started) = perform { effects -> (WorkSubscription, SharedWork<Outcome>?) in
-            let existing = loads[key]
-            let unit =
-                existing
-                ?? SharedWork<Outcome>(priority: .normal, retainsValue: false, finishesWithoutSubscribers: false)
-            if existing == nil { loads.insert(unit, for: key) }
+        let (subscription, wasJoined) = lock.perform { effects -> (WorkSubscription, Bool) in
+            let (unit, wasJoined) = loads.join(key) {
+                let unit = SharedWork<Outcome>(
+                    priority: .normal, retainsValue: false, finishesWithoutSubscribers: false)
+                unit.enqueue(
+                    { [self] in
+                        // The result's copies die with `settle`'s frame, before anyone is woken.
+                        await settle(unit, operation).run()
+                    }, on: lane, &effects)
+                return unit
+            }
             let subscription = unit.subscribe(priority: .normal, &effects) { event in
                 // Only the result wakes a caller (progress is the pipeline's business).
                 if case .progress = event { return }
                 waiter.wake(event)
             }
-            return (subscription, existing == nil ? unit : nil)
+            return (subscription, wasJoined)
         }
-        if let unit = started {
-            let task = Task { [self] in
-                // The result's copies die with `settle`'s frame, before anyone is woken.
-                await settle(unit, operation).run()
-            }
-            perform { effects in unit.attach(WorkHandle(cancel: { task.cancel() }, setPriority: { _ in }), &effects) }
-        } else {
-            joined()
-        }
+        if wasJoined { joined() }
         let outcome = try await withTaskCancellationHandler {
             try await waiter.wait()
         } onCancel: {
             waiter.wake(.failure(.cancelled(key)))
-            perform { effects in subscription.cancel(&effects) }
+            lock.perform { effects in subscription.cancel(&effects) }
         }
         return try outcome.collect().get()
     }
@@ -59,7 +59,7 @@ final class SharedLoads: @unchecked Sendable {
     private func settle(
         _ unit: SharedWork<Outcome>, _ operation: @Sendable () async throws -> ImageData
     ) async -> Effects {
-        guard perform({ _ in unit.begin() }), !Task.isCancelled else { return Effects() }
+        guard lock.perform({ _ in unit.begin() }), !Task.isCancelled else { return Effects() }
         let result: Result<ImageData, any Error>
         do {
             result = .success(try await operation())
@@ -67,21 +67,10 @@ final class SharedLoads: @unchecked Sendable {
             result = .failure(error)
         }
         let outcome = Outcome(result)
-        var effects = Effects()
-        lock.withLock {
+        return lock.collecting { effects in
             outcome.expect(collectors: unit.subscriberCount)
             unit.complete(with: .success(outcome), &effects)
         }
-        return effects
-    }
-
-    private func perform<R>(_ body: (inout Effects) -> R) -> R {
-        var effects = Effects()
-        lock.lock()
-        let result = body(&effects)
-        lock.unlock()
-        effects.run()
-        return result
     }
 }
 

@@ -7,8 +7,9 @@ extension ImagePipeline {
     /// count; a still image is one frame. The opt-in counterpart of
     /// `image(for:)`, which gives the first frame.
     ///
-    /// The bytes come through the pipeline's data loader (and data cache);
-    /// the decode runs on its decode threads at the request's priority. The
+    /// The bytes come through the pipeline's data loading as `data(for:)`
+    /// loads them (data cache, lanes, a load of the same source in flight
+    /// joined); the decode runs on its decode threads at the request's priority. The
     /// frames are neither cached nor coalesced; the decoder's limits apply to
     /// all frames together. `request.mode` must be `.fit` and it must have no processors.
     ///
@@ -18,15 +19,11 @@ extension ImagePipeline {
     ) async throws(VipsError) -> AnimatedBitmap {
         _ = try request.validated()
         guard case .fit = request.mode, request.processors.isEmpty else {
-            throw VipsError(.invalidArgument, "\(request.source): animations are fitted, without processors")
+            throw VipsError(
+                .invalidArgument, "animations are fitted, without processors", source: request.source.description)
         }
-        let data: ImageData
-        do {
-            data = try await engine.loader.loadData(for: request.source)
-        } catch {
-            throw VipsError.from(error, source: request.source)
-        }
-        let decoder = engine.decoder
+        let data = try await self.data(for: request)
+        let decoder = engine.decoder(for: data, named: request.source.description)
         let limit = engine.decodeTimeLimit
         let result = await engine.decodePool.run(priority: request.priority) {
             () -> Result<AnimatedBitmap, VipsError> in
@@ -39,6 +36,6 @@ extension ImagePipeline {
                 }
             }
         }
-        return try result.mapError { $0.naming(data.input, as: request.source) }.get()
+        return try result.mapError { $0.decodeError(naming: request.source.description) }.get()
     }
 }

@@ -12,25 +12,30 @@ extension ImagePipeline {
         /// (`SystemResources.current.usableCPUs`: its affinity, capped by a
         /// cgroup CPU quota), not the host's core count.
         public var decodeConcurrency: Int
-        /// Calls to a custom `dataLoader` running at once, highest priority
-        /// first. Default 6 (what a browser opens per host). With the default
-        /// loader the network limit is `http.maxConcurrentDownloads` instead,
-        /// applied by the same lane; local files and disk-cache hits never take
-        /// these slots (they are read on the pipeline's I/O lane).
+        /// Data loads from the network (calls to the data loader for remote
+        /// sources, or to a custom loader for any source) running at once,
+        /// highest priority first. Default 6 (what a browser opens per host).
+        /// With the default loader the pipeline's downloads are also bounded by
+        /// `http.maxConcurrentDownloads`: the lane runs the smaller number.
+        /// Local files and data-cache hits never take these slots (they are
+        /// read on the pipeline's I/O lane).
         public var dataLoadingConcurrency: Int
-        /// The step that turns a source into encoded bytes. Default nil: the
-        /// pipeline reads files, in-memory data and `file://` URLs itself (on
-        /// its I/O lane) and downloads `http(s)://` URLs with an
-        /// `HTTPDataLoader` made from `http`. A loader set here replaces that
-        /// default for every source (`http` is then unused); the `dataCache`
-        /// still applies to its remote sources.
-        public var dataLoader: (any ImageDataLoading)?
+        /// The step that turns a source into encoded bytes. Default
+        /// `DataLoader()`: the pipeline reads files, in-memory data and
+        /// `file://` URLs itself (on its I/O lane) and downloads `http(s)://`
+        /// URLs with an `HTTPDataLoader` made from `http`, streaming them into
+        /// the `dataCache`. A `DataLoader` with a `remoteLoader` hands remote
+        /// sources to it instead; any other loader replaces the default for
+        /// every source (`http` is then unused). The `dataCache` applies to
+        /// every loader's remote sources.
+        public var dataLoader: any ImageDataLoading
         /// Decoded bitmaps kept in memory; nil for none. Default `MemoryCache()`
         /// (20% of the memory limit, at most 512 MiB: `MemoryCache.defaultCostLimit`).
         public var memoryCache: MemoryCache?
         /// How the default data loader downloads `http(s)` URLs: timeouts,
-        /// concurrent downloads, largest body, retries, disk-cache policy
-        /// (`.ignoreExpiry` serves stored images however old). Default
+        /// concurrent downloads, largest body, retries, and how the
+        /// `dataCache`'s entries are used (`cachePolicy`: `.ignoreExpiry`
+        /// serves stored images however old). Default
         /// `HTTPDataLoader.Configuration()`: 30 s idle and 300 s total timeout,
         /// 6 downloads at once, 256 MiB bodies, no retries, HTTP expiry respected.
         public var http: HTTPDataLoader.Configuration
@@ -38,21 +43,18 @@ extension ImagePipeline {
         /// pipeline (on its I/O lane) after the memory cache and before any data
         /// loader, for every remote source. Default nil.
         ///
-        /// A fresh entry is served without a request; a stale one is
-        /// revalidated by the default HTTP loader (`If-None-Match` /
-        /// `If-Modified-Since`, `304`), which streams new bodies straight into a
-        /// `DiskCache`. With a custom `dataLoader` the pipeline stores what the
-        /// loader returns. Off by default, as in Nuke, whose default pipeline
+        /// The one place a pipeline's data cache is configured. A fresh entry
+        /// is served without a request; a stale one is revalidated by the
+        /// default HTTP loader (`If-None-Match` / `If-Modified-Since`, `304`),
+        /// which streams new bodies straight into the cache. With another
+        /// loader the pipeline stores what the loader returns. What is stored
+        /// (originals, processed images) is `dataCachePolicy`'s choice. Off by
+        /// default, as in Nuke, whose default pipeline
         /// has no data cache either: a library should not write to a user's
         /// home folder unasked (servers, CLIs and containers often have none,
         /// or a read-only one). `Configuration.withDiskCache()` turns it on at
         /// the conventional per-user place, `DiskCache.defaultDirectory`.
         public var dataCache: (any ImageDataCaching)?
-        /// `dataCache` when it is a `DiskCache` (setting it sets `dataCache`). Default nil.
-        public var diskCache: DiskCache? {
-            get { dataCache as? DiskCache }
-            set { dataCache = newValue }
-        }
         /// How images are decoded: limits, strictness, allowed formats. Default `DecodeOptions()`.
         public var decodeOptions: DecodeOptions
         /// Serve a smaller request by downscaling a larger bitmap of the same
@@ -86,6 +88,7 @@ extension ImagePipeline {
         public var requestModifier: (@Sendable (URLRequest) async throws -> URLRequest)?
         /// The longest one decode may take; nil for no limit. Default 30 s
         /// (a decode within the default `DecodeLimits` takes well under 2 s).
+        /// Set it with `setDecodeTimeLimit(_:)`, which refuses a limit of zero or less.
         ///
         /// At the limit the requests waiting for the decode fail with
         /// `.timedOut`, and the decode is stopped cooperatively
@@ -94,20 +97,27 @@ extension ImagePipeline {
         /// keeps its thread until it returns, and its result is dropped; a
         /// decode that never returns keeps it for good, so formats that can hang
         /// (the opt-in ones) belong in another process. An animation's decode
-        /// is stopped the same way, but its caller waits for the thread. A
-        /// limit of zero or less fails every decode with `.invalidArgument`.
-        public var decodeTimeLimit: Duration? = .seconds(30)
+        /// is stopped the same way, but its caller waits for the thread.
+        public private(set) var decodeTimeLimit: Duration? = .seconds(30)
+
+        /// Sets `decodeTimeLimit`: a positive duration, or nil for no limit.
+        ///
+        /// - Throws: `.invalidArgument` for a limit of zero or less (the
+        ///   configuration keeps its previous limit).
+        public mutating func setDecodeTimeLimit(_ limit: Duration?) throws(VipsError) {
+            if let limit, limit <= .zero {
+                throw VipsError(.invalidArgument, "decodeTimeLimit must be positive (or nil for none), not \(limit)")
+            }
+            decodeTimeLimit = limit
+        }
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
-        ///
-        /// - Parameter diskCache: the `dataCache`, when it is a `DiskCache`.
         public init(
             decodeConcurrency: Int = SystemResources.current.usableCPUs,
             dataLoadingConcurrency: Int = 6,
-            dataLoader: (any ImageDataLoading)? = nil,
+            dataLoader: any ImageDataLoading = DataLoader(),
             memoryCache: MemoryCache? = MemoryCache(),
-            diskCache: DiskCache? = nil,
             dataCache: (any ImageDataCaching)? = nil,
             http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
             decodeOptions: DecodeOptions = DecodeOptions(),
@@ -120,7 +130,7 @@ extension ImagePipeline {
             self.http = http
             self.decodeOptions = decodeOptions
             self.resizesFromLargerCachedImages = resizesFromLargerCachedImages
-            self.dataCache = dataCache ?? diskCache
+            self.dataCache = dataCache
         }
 
         /// The default configuration with a disk cache for downloaded images.
@@ -134,7 +144,7 @@ extension ImagePipeline {
             directory: URL = DiskCache.defaultDirectory,
             sizeLimit: Int = 512 * 1024 * 1024
         ) throws(VipsError) -> Configuration {
-            Configuration(diskCache: try DiskCache(directory: directory, sizeLimit: sizeLimit))
+            Configuration(dataCache: try DiskCache(directory: directory, sizeLimit: sizeLimit))
         }
 
         /// Fail on truncated or corrupt data instead of returning a partly
@@ -151,23 +161,12 @@ extension ImagePipeline {
             set { decodeOptions.limits.maxPixelCount = newValue }
         }
 
-        /// The data cache in use: `dataCache`, else (for configurations that set
-        /// it there) `http.diskCache`.
-        var effectiveDataCache: (any ImageDataCaching)? {
-            dataCache ?? http.diskCache
-        }
-
-        /// The HTTP loader a pipeline with no custom `dataLoader` downloads with:
-        /// the pipeline looks in the data cache and limits downloads itself.
-        func makeHTTPLoader() -> HTTPDataLoader {
-            var settings = http
-            settings.diskCache = nil
-            return HTTPDataLoader(configuration: settings, limitsDownloads: false)
-        }
-
-        /// Loader calls at once: the network limit of the pipeline's one loading lane.
+        /// The lane limit for network loads (`dataLoadingConcurrency`, and
+        /// with the pipeline's own downloader `http.maxConcurrentDownloads`).
         var loadLimit: Int {
-            dataLoader == nil ? max(1, http.maxConcurrentDownloads) : dataLoadingConcurrency
+            let loads = max(1, dataLoadingConcurrency)
+            guard let standard = dataLoader as? DataLoader, standard.remoteLoader == nil else { return loads }
+            return min(loads, max(1, http.maxConcurrentDownloads))
         }
     }
 }

@@ -20,17 +20,23 @@ extension ImagePipeline {
         /// Decodes (of distinct sizes) that used source data already being
         /// loaded or loaded for another size, instead of loading it again.
         public var dataLoadsShared = 0
-        /// Decodes begun.
+        /// Decodes of source data begun. (A processed image stored in the
+        /// data cache, `DataCachePolicy`, is decoded too when it is served:
+        /// those decodes are `processedImageDecodes`, not counted here, so a
+        /// rerun served from stored thumbnails shows no decode of its sources.)
         public var decodesStarted = 0
-        /// Decodes that ran to the end, successfully or not.
+        /// Decodes of source data that ran to the end, successfully or not.
         public var decodesFinished = 0
+        /// Processed images read back from the data cache and decoded
+        /// (`DataCachePolicy`): each serves a request without decoding its source.
+        public var processedImageDecodes = 0
         /// Requests cancelled before they completed.
         public var cancelled = 0
         /// Requests completed with an error other than cancellation.
         public var failed = 0
         /// Encoded bytes delivered by the data loader.
         public var bytesLoaded = 0
-        /// Pixel bytes produced by decodes.
+        /// Pixel bytes produced by decodes of source data.
         public var bytesDecoded = 0
 
         // The data loader's counters (`ImageDataLoading.networkMetrics`): a
@@ -55,7 +61,8 @@ extension ImagePipeline {
 
         public var description: String {
             "requests \(requests), memory hits \(memoryHits), memory resizes \(memoryResizes), coalesced \(coalesced), "
-                + "loads \(dataLoadsStarted) (shared \(dataLoadsShared)), decodes \(decodesStarted)/\(decodesFinished), "
+                + "loads \(dataLoadsStarted) (shared \(dataLoadsShared)), decodes \(decodesStarted)/\(decodesFinished) "
+                + "(processed from the data cache \(processedImageDecodes)), "
                 + "cancelled \(cancelled), failed \(failed), bytes loaded \(bytesLoaded), decoded \(bytesDecoded), "
                 + "disk hits \(diskHits), network requests \(networkRequests) (downloads \(downloads), "
                 + "revalidations \(revalidations), retries \(retries)), bytes downloaded \(bytesDownloaded)"
@@ -84,6 +91,7 @@ final class MetricCounters: Sendable {
     let dataLoadsShared = Atomic<Int>(0)
     let decodesStarted = Atomic<Int>(0)
     let decodesFinished = Atomic<Int>(0)
+    let processedImageDecodes = Atomic<Int>(0)
     let cancelled = Atomic<Int>(0)
     let failed = Atomic<Int>(0)
     let bytesLoaded = Atomic<Int>(0)
@@ -99,6 +107,7 @@ final class MetricCounters: Sendable {
         metrics.dataLoadsShared = dataLoadsShared.load(ordering: .relaxed)
         metrics.decodesStarted = decodesStarted.load(ordering: .relaxed)
         metrics.decodesFinished = decodesFinished.load(ordering: .relaxed)
+        metrics.processedImageDecodes = processedImageDecodes.load(ordering: .relaxed)
         metrics.cancelled = cancelled.load(ordering: .relaxed)
         metrics.failed = failed.load(ordering: .relaxed)
         metrics.bytesLoaded = bytesLoaded.load(ordering: .relaxed)

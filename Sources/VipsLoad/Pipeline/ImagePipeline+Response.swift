@@ -14,7 +14,7 @@ extension ImagePipeline {
             throw error
         case .task(let task):
             let bitmap = try await task.image
-            return ImageResponse(bitmap: bitmap, origin: bitmap.source?.fromDataCache == true ? .dataCache : .load)
+            return ImageResponse(bitmap: bitmap, origin: task.origin ?? .load)
         }
     }
 
@@ -41,6 +41,6 @@ extension ImagePipeline {
                 try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
             }
         }
-        return try result.mapError { VipsError($0.kind, "\(request.source): \($0.message)") }.get()
+        return try result.mapError { $0.about(request.source.description) }.get()
     }
 }

@@ -13,7 +13,7 @@
 /// of a cached larger bitmap is made by downscaling it in memory. Decodes run
 /// on dedicated threads, `decodeConcurrency` at a time, highest priority first;
 /// local files are opened on a separate I/O lane, so they never wait behind
-/// downloads. Downloads look in the disk cache (`Configuration.diskCache`)
+/// downloads. Downloads look in the data cache (`Configuration.dataCache`)
 /// first, so a request goes memory → disk → network. Every failure is a
 /// `VipsError` that names the request's source; errors reach every caller and
 /// are never cached, in memory or on disk.
@@ -89,7 +89,7 @@ public final class ImagePipeline: Sendable {
     /// and disk-cache counters.
     public var metrics: Metrics {
         var metrics = engine.metrics.snapshot
-        if let network = engine.loader.networkMetrics { metrics.include(network) }
+        if let network = engine.networkMetrics { metrics.include(network) }
         metrics.diskHits += engine.dataCacheHits.load(ordering: .relaxed)
         return metrics
     }

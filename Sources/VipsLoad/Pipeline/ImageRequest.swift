@@ -189,18 +189,21 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         {
             throw VipsError(
                 .invalidArgument,
-                "\(source): returnCacheDataDontLoad contradicts "
+                "returnCacheDataDontLoad contradicts "
                     + (options.contains(.reloadIgnoringCachedData)
-                        ? "reloadIgnoringCachedData" : "disableDataCacheReads"))
+                        ? "reloadIgnoringCachedData" : "disableDataCacheReads"),
+                source: source.description)
         }
         guard size.isValid, scale > 0, scale.isFinite else {
-            throw VipsError(.invalidArgument, "\(source): target size \(size) at scale \(scale) is not a valid size")
+            throw VipsError(
+                .invalidArgument, "target size \(size) at scale \(scale) is not a valid size",
+                source: source.description)
         }
         do throws(VipsError) {
             try mode.validate(for: size)
             for processor in processors { try processor.validate() }
         } catch {
-            throw VipsError(.invalidArgument, "\(source): \(error.message)")
+            throw VipsError(.invalidArgument, error.message, source: source.description, underlying: error)
         }
         let box = size.pixelBox(scale: scale) ?? (0, 0)
         let key = ImageCacheKey(

@@ -7,6 +7,12 @@ public struct ImageResponse: Sendable {
     public enum Origin: String, Sendable, Hashable {
         /// The memory cache, without decoding.
         case memoryCache
+        /// Made from another bitmap of the same source found in the memory
+        /// cache, without loading or decoding the source: a larger size
+        /// downscaled (`Configuration.resizesFromLargerCachedImages`), or the
+        /// decoded bitmap a request with processors starts from. Its task's
+        /// `events` report a memory cache hit.
+        case derivedFromMemoryCache
         /// Decoded from bytes found in the data (disk) cache.
         case dataCache
         /// Decoded from bytes loaded from the source (a file, memory, or the network).

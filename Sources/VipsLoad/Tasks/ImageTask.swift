@@ -30,6 +30,8 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         /// The latest progress of the task's download.
         var progress = Progress(completed: 0, total: nil)
         var cacheHit: CacheHit?
+        /// Where the result came from, once the task has one.
+        var origin: ImageResponse.Origin?
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamID = 0
     }
@@ -55,6 +57,7 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         shared.withLock {
             $0.outcome = outcome
             $0.cacheHit = cacheHit
+            if case .success = outcome, cacheHit == .memory { $0.origin = .memoryCache }
         }
     }
 
@@ -128,16 +131,19 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
 
     /// Completes the task with its unit's event, or passes a progress event
     /// on; no effect when it had already completed or been cancelled.
-    func complete(with event: SharedWork<Bitmap>.Event) {
+    func complete(with event: SharedWork<ImageResponse>.Event) {
         let outcome: Outcome
+        var origin: ImageResponse.Origin?
         switch event {
-        case .value(let bitmap): outcome = .success(bitmap.tagged(scale))
+        case .value(let response):
+            outcome = .success(response.bitmap.tagged(scale))
+            origin = response.origin
         case .failure(let error): outcome = .failure(error)
         case .progress(let completed, let total):
             reportProgress(Progress(completed: completed, total: total))
             return
         }
-        guard let taken = settle(outcome) else { return }
+        guard let taken = settle(outcome, origin: origin) else { return }
         engine?.detach(self)
         if case .failure(let error) = outcome {
             if error.kind == .cancelled {
@@ -148,6 +154,9 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         }
         Self.deliver(outcome, to: taken)
     }
+
+    /// Where the task's result came from; nil until it completes with one.
+    var origin: ImageResponse.Origin? { shared.withLock { $0.origin } }
 
     /// Records that the result came from a cache, before the task completes.
     func noteCacheHit(_ hit: CacheHit) {
@@ -182,13 +191,19 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     )
 
     /// Records the outcome once and takes whoever waits for it. A result
-    /// decoded from data-cache bytes is a disk hit.
-    private func settle(_ outcome: Outcome) -> Taken? {
+    /// decoded from data-cache bytes is a disk hit; one made from a memory-cached
+    /// bitmap is a memory hit.
+    private func settle(_ outcome: Outcome, origin: ImageResponse.Origin? = nil) -> Taken? {
         shared.withLock { shared -> Taken? in
             guard shared.outcome == nil else { return nil }
             shared.outcome = outcome
-            if shared.cacheHit == nil, case .success(let bitmap) = outcome, bitmap.source?.fromDataCache == true {
-                shared.cacheHit = .disk
+            shared.origin = origin
+            if shared.cacheHit == nil, let origin {
+                switch origin {
+                case .dataCache: shared.cacheHit = .disk
+                case .memoryCache, .derivedFromMemoryCache: shared.cacheHit = .memory
+                case .load: break
+                }
             }
             defer { shared.waiters = []; shared.observers = []; shared.streams = [:] }
             return (shared.waiters, shared.observers, Array(shared.streams.values), shared.cacheHit)

@@ -364,13 +364,13 @@ enum ThumbCommand {
         var configuration = ImagePipeline.Configuration(
             decodeConcurrency: settings.jobs, memoryCache: nil,
             decodeOptions: settings.decodeOptions)
-        // --timeout: a decode in this process is stopped cooperatively (`decodeTimeLimit`).
-        configuration.decodeTimeLimit = .seconds(timeoutSeconds)
+        // --timeout (at least 1, checked when parsed): a decode in this process is stopped cooperatively.
+        try? configuration.setDecodeTimeLimit(.seconds(timeoutSeconds))
         configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
         configuration.http.headers.merge(headers) { _, given in given }
         if let cache {
             do throws(VipsError) {
-                configuration.diskCache = try DiskCache(
+                configuration.dataCache = try DiskCache(
                     directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
             } catch {
                 // The images can still be downloaded: say so and carry on uncached.

@@ -63,6 +63,9 @@ enum DecodeWorker {
             }
             if faults, let path = request.path { injectFault(path) }
             let input: ImageInput = request.path.map { .file($0) } ?? .data(body)
+            // Messages name what the parent says the input is (a download's URL), not its file.
+            var decoder = decoder
+            decoder.inputName = request.name
             var reply = WorkerProtocol.Reply()
             var pixels = Data()
             do throws(VipsError) {
@@ -100,6 +103,7 @@ enum DecodeWorker {
                     pixels = bitmap.pixelData
                 }
             } catch {
+                let error = request.name.map { error.decodeError(naming: $0) } ?? error
                 reply.errorKind = error.kind.rawValue
                 reply.errorMessage = error.message
             }

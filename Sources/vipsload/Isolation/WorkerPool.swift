@@ -59,10 +59,13 @@ final class WorkerPool: Sendable {
     }
 
     /// Decodes the file at `path` (or `data`) as the workers' options say
-    /// (size, mode, `--keep-metadata`, `--animated`), as the pipeline would.
-    func decode(path: String?, data: Data = Data()) async -> Result<ThumbEngine.Output, VipsError> {
+    /// (size, mode, `--keep-metadata`, `--animated`), as the pipeline would;
+    /// messages call the input `name` when given (a download's URL).
+    func decode(path: String?, data: Data = Data(), name: String? = nil) async -> Result<ThumbEngine.Output, VipsError>
+    {
         await onQueue { [self] in
-            request(WorkerProtocol.Request(operation: "thumb", path: path), body: data).flatMap { reply, pixels in
+            request(WorkerProtocol.Request(operation: "thumb", path: path, name: name), body: data).flatMap {
+                reply, pixels in
                 Result { () throws(VipsError) -> ThumbEngine.Output in try Self.output(reply, pixels) }
             }
         }
@@ -130,7 +133,7 @@ final class WorkerPool: Sendable {
     ) -> Result<(WorkerProtocol.Reply, Data), VipsError> {
         slots.wait()
         defer { slots.signal() }
-        let label = request.path ?? "<\(body.count) bytes>"
+        let label = request.name ?? request.path ?? "<\(body.count) bytes>"
         let worker: Worker
         switch takeWorker() {
         case .success(let taken): worker = taken

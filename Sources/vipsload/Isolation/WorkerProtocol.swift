@@ -13,6 +13,9 @@ enum WorkerProtocol {
         var operation: String
         /// The input file, or nil when the body holds the input's bytes.
         var path: String?
+        /// What messages call the input (a downloaded file's URL); nil: the
+        /// path, or the byte count.
+        var name: String? = nil
     }
 
     /// What the worker answers: a bitmap (pixels in the body) or an

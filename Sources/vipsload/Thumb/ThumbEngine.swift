@@ -107,26 +107,26 @@ struct ThumbEngine: Sendable {
         } catch {
             return .failure(error)
         }
-        let result: Result<Output, VipsError>
+        // A download's file is a temporary or cache file: the decode is told
+        // to name the URL instead, here or in a worker.
+        let name = request.source.description
         var local = request
         switch data.input {
         case .file(let path):
+            let result: Result<Output, VipsError>
             if isolation.isolates(IsolationFlags.sniff(path: path)) {
-                result = await isolation.workers.decode(path: path)
+                result = await isolation.workers.decode(path: path, name: name)
             } else {
-                local.source = .file(path)
+                local.source = ImageSource.file(path).named(name)
                 result = await decodeHere(local)
             }
-            // A download's file is a temporary or cache file: messages name the URL instead.
             withExtendedLifetime(data) {}
-            return result.mapError {
-                VipsError($0.kind, $0.message.replacingOccurrences(of: path, with: request.source.description))
-            }
+            return result
         case .data(let bytes):
             if isolation.isolates(ImageFormat.sniff(bytes.prefix(64))) {
-                return await isolation.workers.decode(path: nil, data: bytes)
+                return await isolation.workers.decode(path: nil, data: bytes, name: name)
             }
-            local.source = .data(bytes, identifier: request.source.key)
+            local.source = ImageSource.data(bytes, identifier: request.source.key).named(name)
             return await decodeHere(local)
         }
     }

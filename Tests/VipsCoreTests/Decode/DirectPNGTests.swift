@@ -345,7 +345,7 @@ final class DirectPNGTests: XCTestCase {
 
     /// The chunks before the image data, as the direct codec reads them (nil when it cannot).
     static func chunks(of data: Data) throws -> PNGHeader? {
-        try PNGCodec().withHeader(.data(data), options: DecodeOptions()) { reading -> PNGHeader? in
+        try PNGCodec().withHeader(.data(data), options: DecodeOptions(), label: "data") { reading -> PNGHeader? in
             guard case .read(let header) = reading else { return nil }
             return header.chunks
         }

@@ -33,7 +33,7 @@ final class DiskCacheFaultTests: NetworkTestCase {
     private func makePipeline(cache: DiskCache) -> ImagePipeline {
         ImagePipeline(
             configuration: .init(
-                decodeConcurrency: 2, memoryCache: nil, diskCache: cache,
+                decodeConcurrency: 2, memoryCache: nil, dataCache: cache,
                 http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
     }
 

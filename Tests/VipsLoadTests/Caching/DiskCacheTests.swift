@@ -65,8 +65,57 @@ final class DiskCacheTests: XCTestCase {
             XCTAssertNotNil(
                 name.range(of: #"^[0-9a-f]{32}(\.[0-9a-f]{16}\.body|\.meta)$"#, options: .regularExpression), name)
         }
-        // Nothing was written outside the cache folder's own two subfolders.
-        XCTAssertEqual(NetworkFixtures.files(in: directory), ["entries", "tmp"])
+        // Nothing was written outside the cache folder's own two subfolders and its format file.
+        cache.waitForBackgroundSweeps()
+        XCTAssertEqual(NetworkFixtures.files(in: directory), ["entries", "format", "tmp"])
+    }
+
+    func testEntriesOfTheOldFormatAreIgnoredAndSwept() throws {
+        // Two entries as VipsLoad's format 1 wrote them (FNV-1a file names, its own
+        // checksums): one under its old name, one under the name the key has now.
+        try FileManager.default.createDirectory(at: entriesDirectory, withIntermediateDirectories: true)
+        let body = NetworkFixtures.versionedBody(version: 1, size: 1000)
+        for (key, stem) in [
+            ("old", "6c62272e07bb014262b821756295c58d"), ("renamed", DiskCacheKeyHash.fileStem(for: "renamed"))
+        ] {
+            let bodyFile = stem + ".0123456789abcdef.body"
+            try body.write(to: entriesDirectory.appendingPathComponent(bodyFile))
+            let meta =
+                #"{"key":"\#(key)","byteCount":1000,"storedAt":0,"version":1,"bodyFile":"\#(bodyFile)","#
+                + #""checksum":"0000000000000000","sampledChecksum":"0000000000000000"}"#
+            try Data(meta.utf8).write(to: entriesDirectory.appendingPathComponent(stem + ".meta"))
+        }
+        XCTAssertEqual(NetworkFixtures.files(in: entriesDirectory).count, 4)
+
+        let cache = try DiskCache(directory: directory)
+        cache.waitForBackgroundSweeps()
+        XCTAssertEqual(NetworkFixtures.files(in: entriesDirectory), [], "the opening sweep removed both")
+        XCTAssertEqual(
+            try String(contentsOf: directory.appendingPathComponent("format"), encoding: .utf8), "2\n",
+            "and recorded the folder's format")
+        XCTAssertNil(cache.lookup("old"))
+        XCTAssertNil(cache.lookup("renamed"))
+
+        // An entry of the current format survives the next instance's sweep.
+        try cache.store(body, for: "renamed")
+        let next = try DiskCache(directory: directory)
+        next.waitForBackgroundSweeps()
+        XCTAssertNotNil(next.lookup("renamed"))
+    }
+
+    func testAnOldFormatEntryFoundBeforeTheSweepIsAMiss() throws {
+        let stem = DiskCacheKeyHash.fileStem(for: "k")
+        let cache = try DiskCache(directory: directory)
+        cache.waitForBackgroundSweeps()
+        let bodyFile = stem + ".0123456789abcdef.body"
+        try NetworkFixtures.versionedBody(version: 1, size: 1000).write(
+            to: entriesDirectory.appendingPathComponent(bodyFile))
+        let meta =
+            #"{"key":"k","byteCount":1000,"storedAt":0,"version":1,"bodyFile":"\#(bodyFile)","#
+            + #""checksum":"0000000000000000","sampledChecksum":"0000000000000000"}"#
+        try Data(meta.utf8).write(to: entriesDirectory.appendingPathComponent(stem + ".meta"))
+        XCTAssertNil(cache.lookup("k"), "another version's metadata is never read as an entry")
+        XCTAssertFalse(NetworkFixtures.files(in: entriesDirectory).contains(stem + ".meta"), "and it is removed")
     }
 
     func testRefusesEmptyAndNonImageBytesAndLeavesNothing() throws {

@@ -249,9 +249,8 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertEqual(monitor.mode, .sampling(limit: limit, interval: .milliseconds(10)))
         XCTAssertEqual(monitor.pressureStallUnavailableReason, "pressure stall triggers not requested")
 
-        // 10 %: nothing. (Sampled many times while the next write is prepared.)
-        XCTAssertTrue(eventually { monitor.threadID != 0 })
-        Thread.sleep(forTimeInterval: 0.1)
+        // 10 %: nothing, however many samples are read and judged.
+        XCTAssertTrue(eventually { monitor.samples >= 5 }, "five samples at 10 %")
         XCTAssertEqual(levels.withLock { $0 }, [], "10 % of the limit is no pressure")
         XCTAssertEqual(cache.totalCost, 30_000)
 
@@ -265,13 +264,15 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertTrue(eventually { cache.totalCost == 0 }, "critical emptied the cache")
         XCTAssertEqual(levels.withLock { $0 }.prefix(2), [.warning, .critical])
 
+        // stop() ends the thread, the only one that reports: nothing can be reported after it.
         let threadID = monitor.threadID
+        let samples = monitor.samples
         monitor.stop()
         XCTAssertTrue(eventually { !threadExists(threadID) })
         let count = levels.withLock { $0.count }
         try write(root + "/sys/fs/cgroup/app/memory.current", "\(10 << 20)\n")
         try write(root + "/sys/fs/cgroup/app/memory.current", "\(99 << 20)\n")
-        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertLessThanOrEqual(monitor.samples - samples, 1, "at most the sample in progress at stop()")
         XCTAssertEqual(levels.withLock { $0.count }, count, "nothing is reported after stop()")
     }
 

@@ -103,18 +103,24 @@ final class NetworkCacheHeaderTests: XCTestCase {
             [false, true, true, false, true, true, true, false, false])
     }
 
-    func testKeyHashIsFNV1a128() {
-        XCTAssertEqual(DiskCacheKeyHash.fileStem(for: ""), "6c62272e07bb014262b821756295c58d")
-        XCTAssertEqual(DiskCacheKeyHash.fileStem(for: "a"), "d228cb696f1a8caf78912b704e4a8964")
-        XCTAssertEqual(DiskCacheKeyHash.fileStem(for: "https://example.com/a.jpg"), "cd65291fc0f1714ebdb91d8de277dd7a")
+    func testKeyHashAndChecksumAreXXH3() {
+        // libxxhash's own XXH3-128 and XXH3-64 values for these inputs.
+        XCTAssertEqual(DiskCacheKeyHash.fileStem(for: ""), "99aa06d3014798d86001c324468d497f")
+        XCTAssertEqual(
+            DiskCacheKeyHash.fileStem(for: "https://example.test/a.jpg"), "3cbfa2063d005277c6d48eb21c7b3647")
+        let checksum = ContentChecksum()
+        XCTAssertEqual(checksum.finalize(), "2d06800538d394c2")
+        Data("a".utf8).withUnsafeBytes { checksum.update($0) }
+        Data("bc".utf8).withUnsafeBytes { checksum.update($0) }
+        XCTAssertEqual(checksum.finalize(), "78af5f94892f3950", "streamed in pieces, the hash of them all")
     }
 
     func testChecksumIsIndependentOfChunkingAndSeesEveryByte() {
         let data = NetworkFixtures.versionedBody(version: 3, size: 10_007)
         func checksum(_ chunks: [Range<Int>], of bytes: Data) -> String {
-            var sum = ContentChecksum()
+            let sum = ContentChecksum()
             for chunk in chunks { bytes[chunk].withUnsafeBytes { sum.update($0) } }
-            return sum.finalize()
+            return sum.finalize() ?? "none"
         }
         let whole = checksum([0..<data.count], of: data)
         XCTAssertEqual(checksum([0..<3, 3..<4, 4..<5000, 5000..<data.count], of: data), whole)

@@ -8,7 +8,9 @@ import XCTest
 
 /// The data cache as a pipeline dependency, file identity, and what errors name.
 final class PipelineDataCacheTests: NetworkTestCase {
-    private func makePipeline(cache: (any ImageDataCaching)?, loader: (any ImageDataLoading)? = nil) -> ImagePipeline {
+    private func makePipeline(
+        cache: (any ImageDataCaching)?, loader: any ImageDataLoading = DataLoader()
+    ) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         return ImagePipeline(
             configuration: .init(
@@ -52,10 +54,103 @@ final class PipelineDataCacheTests: NetworkTestCase {
         let bytes: Data
         let calls = LockedState(0)
         init(bytes: Data) { self.bytes = bytes }
-        func loadData(for source: ImageSource) async throws -> ImageData {
+        func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
             calls.withLock { $0 += 1 }
             return ImageData(input: .data(bytes), byteCount: bytes.count)
         }
+    }
+
+    /// A data cache of its own: entries are files in a folder, indexed in memory.
+    /// Only the protocol connects it to the pipeline.
+    private final class FolderCache: ImageDataCaching {
+        struct Entry {
+            let path: String
+            let byteCount: Int
+            var http: HTTPCacheMetadata?
+            let sourceInfo: ImageInfo?
+            let version: String
+        }
+        let folder: String
+        let entries = LockedState<[String: Entry]>([:])
+        let updates = LockedState(0)
+
+        init(folder: String) { self.folder = folder }
+
+        func cachedData(for key: String) -> CachedImageData? {
+            guard let entry = entries.withLock({ $0[key] }) else { return nil }
+            return CachedImageData(
+                key: key, data: ImageData(input: .file(entry.path), byteCount: entry.byteCount), http: entry.http,
+                sourceInfo: entry.sourceInfo, storedVersion: entry.version)
+        }
+
+        func makeWriter(for key: String) throws(VipsError) -> ImageDataCacheWriter {
+            try ImageDataCacheWriter(directory: folder) { [self] path, byteCount, http, sourceInfo throws(VipsError) in
+                let version = UUID().uuidString
+                let stored = folder + "/" + version
+                guard rename(path, stored) == 0 else { throw VipsError(.io, "cannot store \(key)") }
+                entries.withLock {
+                    $0[key] = Entry(
+                        path: stored, byteCount: byteCount, http: http, sourceInfo: sourceInfo, version: version)
+                }
+                return ImageData(input: .file(stored), byteCount: byteCount)
+            }
+        }
+
+        func updateHTTPMetadata(_ http: HTTPCacheMetadata, of hit: CachedImageData) {
+            entries.withLock { entries in
+                guard entries[hit.key]?.version == hit.storedVersion else { return }
+                entries[hit.key]?.http = http
+            }
+            updates.withLock { $0 += 1 }
+        }
+
+        func removeData(for key: String) { entries.withLock { _ = $0.removeValue(forKey: key) } }
+
+        var maxEntryByteCount: Int? { nil }
+    }
+
+    func testAnyDataCacheGetsStreamedDownloadsRevalidationAndProcessedImages() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 160, height: 120, seed: 43)
+        server.route("/fresh.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
+        server.route("/checked.jpg") { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                return TestHTTPServer.Response(
+                    status: 304, headers: [("ETag", "\"v1\""), ("Cache-Control", "no-cache")])
+            }
+            return .ok(jpeg, headers: [("ETag", "\"v1\""), ("Cache-Control", "no-cache")])
+        }
+        let cache = FolderCache(folder: cacheDirectory.path)
+        let fresh = ImageRequest(url: server.url("/fresh.jpg"), size: .maxPixelSize(40))
+        let checked = ImageRequest(url: server.url("/checked.jpg"), size: .maxPixelSize(40))
+        _ = try await makePipeline(cache: cache).image(for: fresh)
+        _ = try await makePipeline(cache: cache).image(for: checked)
+        XCTAssertEqual(cache.entries.withLock { $0.count }, 2, "both bodies streamed into the cache")
+
+        let pipeline = makePipeline(cache: cache)
+        let served = try await pipeline.response(for: fresh)
+        XCTAssertEqual(served.origin, .dataCache)
+        XCTAssertEqual(server.requestCount("/fresh.jpg"), 1, "a fresh entry is served without a request")
+        let revalidated = try await pipeline.response(for: checked)
+        XCTAssertEqual(revalidated.bitmap.width, 40)
+        XCTAssertEqual(
+            server.requests("/checked.jpg").map { $0.header("If-None-Match") }, [nil, "\"v1\""], "revalidated")
+        XCTAssertEqual(cache.updates.withLock { $0 }, 1, "the 304's metadata reached the cache")
+        XCTAssertEqual(pipeline.metrics.revalidations, 1)
+
+        // Processed images, with their source's header.
+        var configuration = ImagePipeline.Configuration(
+            decodeConcurrency: 1, memoryCache: nil, dataCache: cache,
+            http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
+        configuration.dataCachePolicy = .storeEncodedImages
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("local", width: 200, height: 100)
+        let local = ImageRequest(path: path, size: .maxPixelSize(50))
+        _ = try await ImagePipeline(configuration: configuration).image(for: local)
+        let rerun = ImagePipeline(configuration: configuration)
+        let thumbnail = try await rerun.response(for: local)
+        XCTAssertEqual(thumbnail.origin, .dataCache)
+        XCTAssertEqual([thumbnail.sourceInfo?.width, thumbnail.sourceInfo?.height], [200, 100])
+        XCTAssertEqual(rerun.metrics.decodesStarted, 0)
     }
 
     func testACustomLoadersResultsAreStoredInThePipelinesDataCache() async throws {

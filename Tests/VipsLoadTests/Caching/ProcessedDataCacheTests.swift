@@ -1,14 +1,17 @@
 import Foundation
 import TestSupport
+import VipsCore
+import VipsSynthesis
 import XCTest
 
 @testable import VipsLoad
 
 /// `DataCachePolicy`: processed images kept in the data cache, for files and URLs.
 final class ProcessedDataCacheTests: NetworkTestCase {
-    private func makePipeline(policy: DataCachePolicy = .automatic) throws -> ImagePipeline {
+    private func makePipeline(policy: DataCachePolicy = .automatic, decodeConcurrency: Int = 2) throws -> ImagePipeline
+    {
         var configuration = ImagePipeline.Configuration(
-            decodeConcurrency: 2, memoryCache: nil,
+            decodeConcurrency: decodeConcurrency, memoryCache: nil,
             dataCache: try makeCache(),
             http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory))
         configuration.dataCachePolicy = policy
@@ -44,6 +47,8 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         let again = try await thumbnails(paths, second)
         XCTAssertEqual(again, sizes)
         XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(second.metrics.processedImageDecodes, 3, "the stored thumbnails are what it decoded")
+        XCTAssertEqual(first.metrics.processedImageDecodes, 0)
         XCTAssertEqual(second.metrics.diskHits, 3)
         // The very pixels (stored lossless).
         let original = try await first.image(
@@ -66,6 +71,63 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         XCTAssertEqual(third.metrics.decodesStarted, 1)
     }
 
+    func testAStoredEntrysDecodeIsItsUnitsWorkMovedAndCancelledWithIt() async throws {
+        let folder = try ImageFolder()
+        let paths = try (0..<3).map { try folder.jpeg("photo-\($0)", width: 300, height: 200, seed: $0) }
+        _ = try await thumbnails(paths, try makePipeline())
+        let pipeline = try makePipeline(decodeConcurrency: 1)
+        pipeline.isDecodingSuspended = true
+        let order = LockedState<[Int]>([])
+        let tasks = paths.enumerated().map { index, path in
+            let task = pipeline.imageTask(with: ImageRequest(path: path, size: .maxPixelSize(64), priority: .low))
+            task.onCompletion { _ in order.withLock { $0.append(index) } }
+            return task
+        }
+        await waitUntil("the three lookups queue their decodes") { pipeline.inFlight.queuedDecodes == 3 }
+        tasks[2].priority = .veryHigh
+        tasks[0].cancel()
+        XCTAssertEqual(pipeline.inFlight.queuedDecodes, 2, "the cancelled task's decode left the queue")
+        pipeline.isDecodingSuspended = false
+        for task in tasks[1...] { _ = try await task.image }
+        await waitUntil("every completion is observed") { order.withLock { $0.count } == 3 }
+        XCTAssertEqual(order.withLock { $0 }, [0, 2, 1], "the raised task's decode ran first")
+        XCTAssertEqual(pipeline.metrics.processedImageDecodes, 2)
+        XCTAssertEqual(pipeline.metrics.decodesStarted, 0)
+        await waitUntil("the pipeline is idle") { pipeline.inFlight.isIdle }
+    }
+
+    func testAProcessedHitDescribesItsSourceNotTheStoredThumbnail() async throws {
+        let folder = try ImageFolder()
+        let rotated = try folder.write(
+            "rotated.jpg", ImageSynthesizer.data(width: 400, height: 300, format: .jpeg(orientation: 6)))
+        let frames = try [UInt8(10), 130, 250].map { level in
+            try Bitmap(width: 60, height: 40, channels: 3, pixels: [UInt8](repeating: level, count: 60 * 40 * 3))
+        }
+        let clip = try folder.write(
+            "clip.webp",
+            try ImageEncoder().encode(
+                try AnimatedBitmap(frames: frames, delays: [40, 80, 120], loopCount: 0), as: .webp()
+            ).data)
+        let requests = [
+            ImageRequest(path: rotated, size: .maxPixelSize(64)), ImageRequest(path: clip, size: .maxPixelSize(30))
+        ]
+        let first = try makePipeline()
+        var decoded: [ImageInfo?] = []
+        for request in requests { decoded.append(try await first.response(for: request).sourceInfo) }
+        XCTAssertEqual(decoded[0].map { [$0.width, $0.height, $0.orientation, $0.pages] }, [300, 400, 6, 1])
+        XCTAssertEqual(decoded[0]?.format, .jpeg)
+        XCTAssertEqual(decoded[1]?.pages, 3)
+
+        let second = try makePipeline()
+        for (request, info) in zip(requests, decoded) {
+            let response = try await second.response(for: request)
+            XCTAssertEqual(response.origin, .dataCache)
+            XCTAssertEqual(response.sourceInfo, info, "the source's header, stored with the thumbnail")
+        }
+        XCTAssertEqual(second.metrics.decodesStarted, 0)
+        XCTAssertEqual(second.metrics.processedImageDecodes, 2)
+    }
+
     func testACorruptedProcessedEntryIsDetectedAndRebuiltNeverServed() async throws {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 400, height: 200, seed: 4)
@@ -81,7 +143,8 @@ final class ProcessedDataCacheTests: NetworkTestCase {
         XCTAssertEqual(rebuilt, expected)
         XCTAssertEqual(second.metrics.decodesStarted, 1, "rebuilt from the source")
         XCTAssertEqual(second.metrics.diskHits, 0)
-        XCTAssertEqual(second.configuration.diskCache?.metrics.corruptEntriesRemoved, 1, "caught by its checksum")
+        XCTAssertEqual(
+            (second.configuration.dataCache as? DiskCache)?.metrics.corruptEntriesRemoved, 1, "caught by its checksum")
         let third = try makePipeline()
         let served = try await thumbnails([path], third)
         XCTAssertEqual(served, expected)

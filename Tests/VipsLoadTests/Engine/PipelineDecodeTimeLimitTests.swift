@@ -9,11 +9,11 @@ import XCTest
 /// `Configuration.decodeTimeLimit`: a decode past the limit fails its
 /// requests with `.timedOut`, is stopped, and gives its thread back.
 final class PipelineDecodeTimeLimitTests: XCTestCase {
-    private func pipeline(limit: Duration?) -> ImagePipeline {
+    private func pipeline(limit: Duration?) throws -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(
             decodeConcurrency: 1, dataLoader: DataLoader(),
             memoryCache: MemoryCache(costLimit: 64 << 20))
-        configuration.decodeTimeLimit = limit
+        try configuration.setDecodeTimeLimit(limit)
         return ImagePipeline(configuration: configuration)
     }
 
@@ -21,15 +21,26 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         let folder = try ImageFolder()
         let large = try folder.write("large.tif", ImageSynthesizer.data(width: 4000, height: 3000, format: .tiff))
         let small = try folder.jpeg("small", width: 160, height: 120)
-        let pipeline = pipeline(limit: .milliseconds(1))
+        let pipeline = try pipeline(limit: .milliseconds(1))
         await assertThrows(kind: [.timedOut], "a 12 MP TIFF in 1 ms") {
             _ = try await pipeline.image(for: ImageRequest(path: large, size: .maxPixelSize(256)))
         }
-        // The one decode thread came back: with no limit the next decode runs.
-        let unlimited = self.pipeline(limit: nil)
-        let bitmap = try await unlimited.image(for: ImageRequest(path: small, size: .maxPixelSize(80)))
-        XCTAssertEqual(bitmap.width, 80)
-        await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.isIdle }
+        // The pipeline's one decode thread came back: its next decode starts
+        // (at a 1 ms limit it may time out too; that it ran is the point).
+        await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.runningDecodes == 0 }
+        let started = LockedState<[ImageCacheKey]>([])
+        pipeline.engine.decodeObserver.withLock { $0 = { key in started.withLock { $0.append(key) } } }
+        let next = ImageRequest(path: small, size: .maxPixelSize(80))
+        do {
+            let bitmap = try await pipeline.image(for: next)
+            XCTAssertEqual(bitmap.width, 80)
+        } catch {
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+        }
+        XCTAssertEqual(
+            started.withLock { $0.map(\.sourceKey) }, [next.cacheKey.sourceKey],
+            "the next decode ran on the same pipeline")
+        await waitUntil("the pipeline is idle") { pipeline.inFlight.isIdle }
         XCTAssertNil(
             pipeline.cachedImage(for: ImageRequest(path: large, size: .maxPixelSize(256))), "nothing is cached")
     }
@@ -37,7 +48,7 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
     func testRequestsAreToldAtTheLimitEvenWhileTheDecodeCannotBeInterrupted() async throws {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 160, height: 120)
-        let pipeline = pipeline(limit: .milliseconds(300))
+        let pipeline = try pipeline(limit: .milliseconds(300))
         // A decode stuck where it cannot be interrupted (as a codec call that never returns would be).
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
@@ -65,11 +76,17 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         XCTAssertEqual(bitmap.width, 80)
     }
 
-    func testALimitThatIsNotPositiveFailsDecodesAsInvalid() async throws {
-        let folder = try ImageFolder()
-        let path = try folder.jpeg("photo", width: 160, height: 120)
-        await assertThrows(kind: [.invalidArgument], "a zero limit") {
-            _ = try await self.pipeline(limit: .zero).image(for: ImageRequest(path: path, size: .maxPixelSize(80)))
+    func testALimitThatIsNotPositiveIsRefusedWhenSetAndDecodesAreNotChecked() throws {
+        var configuration = ImagePipeline.Configuration()
+        for limit in [Duration.zero, .milliseconds(-5)] {
+            XCTAssertThrowsError(try configuration.setDecodeTimeLimit(limit), "\(limit)") { error in
+                XCTAssertEqual((error as? VipsError)?.kind, .invalidArgument, "\(error)")
+            }
+            XCTAssertEqual(configuration.decodeTimeLimit, .seconds(30), "the previous limit stays")
         }
+        try configuration.setDecodeTimeLimit(nil)
+        XCTAssertNil(configuration.decodeTimeLimit)
+        try configuration.setDecodeTimeLimit(.seconds(2))
+        XCTAssertEqual(configuration.decodeTimeLimit, .seconds(2))
     }
 }

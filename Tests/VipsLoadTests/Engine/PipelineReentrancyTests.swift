@@ -35,9 +35,9 @@ final class PipelineReentrancyTests: XCTestCase {
 
         init(hanging: ImageSource) { self.hanging = hanging }
 
-        func loadData(for source: ImageSource) async throws -> ImageData {
+        func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
             guard source == hanging else { return try await base.loadData(for: source) }
-            try await withTaskCancellationHandler {
+            try? await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                     waiter.withLock { $0 = continuation }
                     entered.signal()
@@ -49,7 +49,7 @@ final class PipelineReentrancyTests: XCTestCase {
                     waiter = nil
                 }
             }
-            throw CancellationError()
+            throw .cancelled(source.description)
         }
     }
 
@@ -142,7 +142,7 @@ final class PipelineReentrancyTests: XCTestCase {
             self.nested = nested
         }
 
-        func loadData(for source: ImageSource) async throws -> ImageData {
+        func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
             if source.filePath != nested, let pipeline = box.value {
                 let inner = try await pipeline.image(for: ImageRequest(path: nested, size: .maxPixelSize(10)))
                 guard inner.width == 10 else { throw VipsError(.internal, "nested load gave \(inner.width) px") }

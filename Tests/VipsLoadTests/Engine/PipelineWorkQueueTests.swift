@@ -23,51 +23,110 @@ final class PipelineWorkQueueTests: XCTestCase {
         var peak: Int { maximum.load(ordering: .relaxed) }
     }
 
-    func testStartsHighestPriorityFirstAndFIFOWithinAPriority() {
+    /// A job's gate: the job waits in `pass()` until `open()`, or until its
+    /// task is cancelled (which it records).
+    private final class Gate: Sendable {
+        private struct State {
+            var isOpen = false
+            var wasCancelled = false
+            var waiter: CheckedContinuation<Void, Never>?
+        }
+        private let state = LockedState(State())
+
+        func pass() async {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let now = state.withLock { state -> Bool in
+                        if state.isOpen || Task.isCancelled {
+                            state.wasCancelled = !state.isOpen
+                            return true
+                        }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                    guard !state.isOpen else { return nil }
+                    state.wasCancelled = true
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume()
+            }
+        }
+
+        func open() {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.isOpen = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+
+        var wasCancelled: Bool { state.withLock { $0.wasCancelled } }
+    }
+
+    func testStartsHighestPriorityFirstAndFIFOWithinAPriority() async {
         let queue = WorkQueue(maxConcurrent: 1)
         let log = Log()
-        queue.enqueue(queue.reserveID(), priority: .veryLow) { log.record("first") }
+        let first = Gate()
+        queue.enqueue(queue.reserveID(), priority: .veryLow) {
+            log.record("first")
+            await first.pass()
+        }
         let items: [(String, ImageRequest.Priority)] = [
             ("low1", .low), ("normal1", .normal), ("veryHigh1", .veryHigh), ("low2", .low),
             ("normal2", .normal), ("veryLow", .veryLow), ("high", .high), ("normal3", .normal)
         ]
         for (name, priority) in items { queue.enqueue(queue.reserveID(), priority: priority) { log.record(name) } }
-        XCTAssertEqual(queue.waitingCount, 8)
-        XCTAssertEqual(log.order, ["first"], "one at a time")
-        for _ in 0..<9 { queue.finish() }
+        XCTAssertEqual(queue.waitingCount, 8, "one at a time")
+        await waitUntil("the first item runs") { log.order == ["first"] }
+        first.open()
+        await waitUntil("every item ran") { log.order.count == 9 && queue.runningCount == 0 }
         XCTAssertEqual(
             log.order, ["first", "veryHigh1", "high", "normal1", "normal2", "normal3", "low1", "low2", "veryLow"])
-        XCTAssertEqual(queue.runningCount, 0)
     }
 
-    func testRaisingAWaitingItemMovesItAheadAndCancelledItemsNeverStart() {
+    func testRaisingAWaitingItemMovesItAheadAndCancellingStopsItWaitingOrRunning() async {
         let queue = WorkQueue(maxConcurrent: 2)
         let log = Log()
-        queue.enqueue(queue.reserveID(), priority: .normal) { log.record("x") }
-        queue.enqueue(queue.reserveID(), priority: .normal) { log.record("y") }
-        var ids: [String: WorkQueue.ItemID] = [:]
+        let gates = Dictionary(uniqueKeysWithValues: ["x", "y", "a", "b", "c", "d", "e"].map { ($0, Gate()) })
+        func job(_ name: String) -> WorkQueue.Job {
+            let gate = gates[name]!
+            return {
+                log.record(name)
+                await gate.pass()
+            }
+        }
+        queue.enqueue(queue.reserveID(), priority: .normal, job("x"))
+        queue.enqueue(queue.reserveID(), priority: .normal, job("y"))
+        var ids: [String: Int] = [:]
         for name in ["a", "b", "c", "d", "e"] {
             let id = queue.reserveID()
             ids[name] = id
-            queue.enqueue(id, priority: .normal) { log.record(name) }
+            queue.enqueue(id, priority: .normal, job(name))
         }
         queue.setPriority(.veryHigh, of: ids["d"]!)
         queue.setPriority(.veryLow, of: ids["a"]!)
         XCTAssertTrue(queue.cancel(ids["b"]!))
         XCTAssertFalse(queue.cancel(ids["b"]!), "already removed")
-        XCTAssertFalse(queue.cancel(queue.reserveID()), "an ID never enqueued is not waiting")
-        queue.finish()
-        queue.finish()
-        XCTAssertEqual(log.order, ["x", "y", "d", "c"], "two at a time")
-        XCTAssertFalse(queue.cancel(ids["d"]!), "started items cannot be cancelled")
-        queue.finish()
-        queue.finish()
-        queue.finish()
-        XCTAssertEqual(log.order, ["x", "y", "d", "c", "e", "a"])
+        XCTAssertFalse(queue.cancel(queue.reserveID()), "an ID never enqueued is neither waiting nor running")
+        await waitUntil("x and y run") { log.order.count == 2 }
+        gates["x"]!.open()
+        gates["y"]!.open()
+        await waitUntil("two more run") { log.order.count == 4 }
+        XCTAssertEqual(log.order.suffix(2), ["d", "c"], "two at a time, the raised one first")
+        XCTAssertTrue(queue.cancel(ids["d"]!), "a running item's task is cancelled")
+        await waitUntil("d's slot goes to e") { log.order.count == 5 }
+        XCTAssertTrue(gates["d"]!.wasCancelled)
+        for name in ["c", "e", "a"] { gates[name]!.open() }
+        await waitUntil("everything ran") { log.order.count == 6 && queue.runningCount == 0 }
+        XCTAssertEqual(log.order.suffix(2), ["e", "a"])
         XCTAssertEqual(queue.waitingCount, 0)
-        XCTAssertEqual(queue.runningCount, 1)
-        queue.finish()
-        XCTAssertEqual(queue.runningCount, 0)
+        XCTAssertFalse(gates["c"]!.wasCancelled)
     }
 
     func testNeverRunsMoreThanMaxConcurrentFromManyThreads() async {
@@ -78,21 +137,17 @@ final class PipelineWorkQueueTests: XCTestCase {
             for i in 0..<400 {
                 group.addTask {
                     queue.enqueue(queue.reserveID(), priority: ImageRequest.Priority.allCases[i % 5]) {
-                        // Hand the work off, as the pipeline does, and finish it from another thread.
-                        Thread.detachNewThread {
-                            gauge.enter()
-                            gauge.leave()
-                            done.increment()
-                            queue.finish()
-                        }
+                        gauge.enter()
+                        await Task.yield()
+                        gauge.leave()
+                        done.increment()
                     }
                 }
             }
         }
-        await waitUntil("all 400 items ran") { done.count == 400 }
+        await waitUntil("all 400 items ran") { done.count == 400 && queue.runningCount == 0 }
         XCTAssertLessThanOrEqual(gauge.peak, 3)
         XCTAssertGreaterThan(gauge.peak, 0)
-        XCTAssertEqual(queue.runningCount, 0)
         XCTAssertEqual(queue.waitingCount, 0)
     }
 

@@ -100,7 +100,7 @@ final class NetworkRetryTests: NetworkTestCase {
             _ = try await task.value
             XCTFail("cancelled")
         } catch {
-            XCTAssertTrue(error is CancellationError, "\(error)")
+            XCTAssertEqual((error as? VipsError)?.kind, .cancelled, "\(error)")
         }
         XCTAssertEqual(server.requestCount("/backoff.jpg"), 1)
     }

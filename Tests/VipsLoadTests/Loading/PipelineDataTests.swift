@@ -9,7 +9,7 @@ import XCTest
 final class PipelineDataTests: NetworkTestCase {
     private func makePipeline(cache: DiskCache? = nil) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
-        return ImagePipeline(configuration: .init(decodeConcurrency: 1, diskCache: cache, http: http))
+        return ImagePipeline(configuration: .init(decodeConcurrency: 1, dataCache: cache, http: http))
     }
 
     private func bytes(_ data: ImageData) throws -> Data {

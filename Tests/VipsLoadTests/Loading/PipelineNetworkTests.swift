@@ -14,7 +14,7 @@ final class PipelineNetworkTests: NetworkTestCase {
         var http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         adjust(&http)
         return ImagePipeline(
-            configuration: .init(decodeConcurrency: 2, memoryCache: memoryCache, diskCache: cache, http: http))
+            configuration: .init(decodeConcurrency: 2, memoryCache: memoryCache, dataCache: cache, http: http))
     }
 
     /// The error a request fails with, or nil when it succeeds.
@@ -298,11 +298,69 @@ final class PipelineNetworkTests: NetworkTestCase {
         server.route("/preset.jpg", .ok(jpeg, headers: [("Cache-Control", "max-age=3600")]))
         var configuration = try ImagePipeline.Configuration.withDiskCache(directory: cacheDirectory, sizeLimit: 8 << 20)
         configuration.http.temporaryDirectory = downloadDirectory
-        XCTAssertEqual(configuration.diskCache?.configuration.sizeLimit, 8 << 20)
+        XCTAssertEqual((configuration.dataCache as? DiskCache)?.configuration.sizeLimit, 8 << 20)
         let pipeline = ImagePipeline(configuration: configuration)
         let request = ImageRequest(url: server.url("/preset.jpg"))
         _ = try await pipeline.image(for: request)
-        let entry = try XCTUnwrap(configuration.diskCache?.entry(for: request.source.key))
+        let entry = try XCTUnwrap((configuration.dataCache as? DiskCache)?.entry(for: request.source.key))
         XCTAssertEqual(entry.byteCount, jpeg.count)
+    }
+
+    func testDataLoaderPassedInIsTheDefaultLoadersLane() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 64, height: 48, seed: 23)
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("local", width: 80, height: 60)
+        let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
+        let configurations = [
+            ImagePipeline.Configuration(dataLoadingConcurrency: 1, http: http),
+            ImagePipeline.Configuration(dataLoadingConcurrency: 1, dataLoader: DataLoader(), http: http)
+        ]
+        for (index, configuration) in configurations.enumerated() {
+            let gate = ServerGate()
+            server.route("/held-\(index).jpg") { _ in
+                gate.pass()
+                return .ok(jpeg)
+            }
+            let pipeline = ImagePipeline(configuration: configuration)
+            let held = pipeline.imageTask(with: ImageRequest(url: server.url("/held-\(index).jpg")))
+            await waitUntil("the download holds the one network slot") {
+                self.server.requestCount("/held-\(index).jpg") == 1 && pipeline.inFlight.runningLoads == 1
+            }
+            // The local file is read on the I/O lane: it does not wait for the held download.
+            let local = try await pipeline.image(for: ImageRequest(path: path, size: .maxPixelSize(40)))
+            XCTAssertEqual(local.width, 40, "configuration \(index)")
+            XCTAssertEqual(held.state, .running)
+            // And the URL was downloaded by the pipeline's own HTTP loader.
+            gate.open()
+            let downloaded = try await held.image
+            XCTAssertEqual(downloaded.width, 64)
+            XCTAssertEqual(pipeline.metrics.networkRequests, 1, "configuration \(index)")
+        }
+    }
+
+    func testDataLoadingConcurrencyBoundsTheDefaultLoadersDownloads() async throws {
+        let jpeg = try NetworkFixtures.jpeg(width: 64, height: 48, seed: 24)
+        let gate = ServerGate()
+        let running = NetworkInFlightCounter()
+        for index in 0..<6 {
+            server.route("/slot-\(index).jpg") { _ in
+                running.enter()
+                defer { running.leave() }
+                gate.pass()
+                return .ok(jpeg)
+            }
+        }
+        let pipeline = ImagePipeline(
+            configuration: .init(
+                dataLoadingConcurrency: 2, http: HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)))
+        let tasks = (0..<6).map { pipeline.imageTask(with: ImageRequest(url: server.url("/slot-\($0).jpg"))) }
+        await waitUntil("two downloads run and four wait in the network lane") {
+            self.server.totalRequestCount == 2 && pipeline.inFlight.queuedLoads == 4
+        }
+        XCTAssertEqual(pipeline.inFlight.runningLoads, 2)
+        gate.open()
+        for task in tasks { _ = try await task.image }
+        XCTAssertEqual(server.totalRequestCount, 6)
+        XCTAssertEqual(running.maximum, 2, "http.maxConcurrentDownloads is 6; dataLoadingConcurrency bounds the lane")
     }
 }

@@ -33,13 +33,13 @@ final class ImagePrefetcherTests: NetworkTestCase {
         prefetcher.startPrefetching(with: [request])
         await waitUntil("the prefetch's download reached the server") { self.server.requestCount("/joined.jpg") == 1 }
         let work = try request.validated().workKey
-        XCTAssertEqual(pipeline.engine.perform { _ in pipeline.engine.decodes[work]?.priority }, .veryLow)
+        XCTAssertEqual(pipeline.engine.lock.perform { _ in pipeline.engine.decodes[work]?.priority }, .veryLow)
 
         var real = request
         real.priority = .high
         let task = pipeline.imageTask(with: real)
         XCTAssertEqual(
-            pipeline.engine.perform { _ in pipeline.engine.decodes[work]?.priority }, .high,
+            pipeline.engine.lock.perform { _ in pipeline.engine.decodes[work]?.priority }, .high,
             "the real request raised the shared decode's priority")
         gate.open()
         let bitmap = try await task.image

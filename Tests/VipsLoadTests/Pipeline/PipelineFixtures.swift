@@ -75,9 +75,15 @@ final class GatedLoader: ImageDataLoading {
     /// Loads whose wait ended in cancellation.
     var cancelledWaits: Int { state.withLock { $0.cancelledWaits } }
 
-    func loadData(for source: ImageSource) async throws -> ImageData {
+    func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         state.withLock { $0.calls.append(source.key) }
-        if holds(source) { try await passGate() }
+        if holds(source) {
+            do {
+                try await passGate()
+            } catch {
+                throw .cancelled(source.description)
+            }
+        }
         return try await base.loadData(for: source)
     }
 
@@ -134,7 +140,9 @@ final class Counter: Sendable {
 }
 
 extension ImagePipeline {
-    /// A pipeline for tests: the given loader, concurrency and cache.
+    /// A pipeline for tests: the given loader (by default `DataLoader()`,
+    /// the default configuration's loader and lanes: what users get),
+    /// concurrency and cache.
     static func testing(
         loader: any ImageDataLoading = DataLoader(), decodeConcurrency: Int = 2,
         cache: MemoryCache? = MemoryCache(costLimit: 64 << 20)

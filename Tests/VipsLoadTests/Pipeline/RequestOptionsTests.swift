@@ -8,7 +8,7 @@ import XCTest
 final class RequestOptionsTests: NetworkTestCase {
     private func makePipeline(
         cache: DiskCache?, memory: Bool = true,
-        loader: (any ImageDataLoading)? = nil
+        loader: any ImageDataLoading = DataLoader()
     ) -> ImagePipeline {
         let http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         return ImagePipeline(
@@ -158,7 +158,7 @@ final class CountingLoader: ImageDataLoading {
     let bytes: Data
     let calls = LockedState(0)
     init(bytes: Data) { self.bytes = bytes }
-    func loadData(for source: ImageSource) async throws -> ImageData {
+    func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         calls.withLock { $0 += 1 }
         return ImageData(input: .data(bytes), byteCount: bytes.count)
     }

@@ -65,12 +65,10 @@ final class ChildProcessRoleTests: XCTestCase {
     /// from the file, and reports the process's RSS before and its peak after.
     static func thumbnailOverHTTP(_ environment: [String: String]) async throws {
         try VipsRuntime.start()
-        var configuration = HTTPDataLoader.Configuration(
+        let configuration = HTTPDataLoader.Configuration(
             temporaryDirectory: URL(fileURLWithPath: environment["VIPSLOAD_TEST_DIR"] ?? NSTemporaryDirectory()))
-        if let cacheDirectory = environment["VIPSLOAD_TEST_CACHE"] {
-            configuration.diskCache = try DiskCache(directory: URL(fileURLWithPath: cacheDirectory))
-        }
-        let loader = HTTPDataLoader(configuration: configuration)
+        let cache = try environment["VIPSLOAD_TEST_CACHE"].map { try DiskCache(directory: URL(fileURLWithPath: $0)) }
+        let loader = HTTPDataLoader(configuration: configuration, cache: cache)
         let url = try XCTUnwrap(environment["VIPSLOAD_TEST_URL"].flatMap(URL.init(string:)))
         // A small download and decode first, so the baseline includes what any
         // download and decode sets up (libcurl, libvips) and only the body's effect is measured.

@@ -28,9 +28,9 @@ class NetworkTestCase: XCTestCase {
     func makeLoader(
         cache: DiskCache? = nil, _ adjust: (inout HTTPDataLoader.Configuration) -> Void = { _ in }
     ) -> HTTPDataLoader {
-        var configuration = HTTPDataLoader.Configuration(diskCache: cache, temporaryDirectory: downloadDirectory)
+        var configuration = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         adjust(&configuration)
-        return HTTPDataLoader(configuration: configuration)
+        return HTTPDataLoader(configuration: configuration, cache: cache)
     }
 
     func makeCache(sizeLimit: Int = 512 * 1024 * 1024) throws -> DiskCache {

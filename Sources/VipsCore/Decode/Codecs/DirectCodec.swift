@@ -21,9 +21,9 @@ protocol DirectCodec: Sendable {
     /// file too large to map, a header this codec does not understand).
     /// Throws, besides `body`'s errors, only what every decoder would answer
     /// for these bytes (a WebP whose RIFF size says it is truncated), so that
-    /// `info` and `decode` in any mode give that answer.
+    /// `info` and `decode` in any mode give that answer, naming the input `label`.
     func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, _ body: (CodecHeader<Header>) throws(VipsError) -> R
+        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
     ) throws(VipsError) -> R
 
     /// The header as `ImageDecoder.info` reports it (upright size, bands, alpha, orientation).

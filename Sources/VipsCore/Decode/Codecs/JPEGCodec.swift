@@ -25,7 +25,7 @@ struct JPEGCodec: DirectCodec {
     static let directFileLimit = 8 << 20
 
     func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, _ body: (CodecHeader<Header>) throws(VipsError) -> R
+        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
     ) throws(VipsError) -> R {
         // Mapped pages count in the resident set until the decode ends, so a large file goes
         // to libvips, which streams it through a small buffer.

@@ -34,7 +34,7 @@ struct PNGCodec: DirectCodec {
 
     /// A file is streamed through libspng, not mapped.
     func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, _ body: (CodecHeader<Header>) throws(VipsError) -> R
+        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
     ) throws(VipsError) -> R {
         func reading(_ reader: PNGReader?) -> CodecHeader<Header> {
             guard let reader else { return .unread("input not readable") }

@@ -28,7 +28,7 @@ struct WebPCodec: DirectCodec {
 
     /// A file is mapped whole, as libvips maps the source for libwebp.
     func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, _ body: (CodecHeader<Header>) throws(VipsError) -> R
+        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
     ) throws(VipsError) -> R {
         guard let data = input.mappedBytes() else { return try body(.unread("input not readable")) }
         return try data.withBytes { bytes throws(VipsError) in
@@ -36,7 +36,7 @@ struct WebPCodec: DirectCodec {
             // takes complete files only); say what it is, whichever path would have read it.
             if WebPHeader.isTruncated(bytes) {
                 throw VipsError(
-                    .truncatedData, "\(input.label): the WebP file is truncated (its RIFF header declares more bytes)")
+                    .truncatedData, "\(label): the WebP file is truncated (its RIFF header declares more bytes)")
             }
             guard let chunks = WebPHeader(bytes) else { return try body(.unread("container not understood")) }
             return try body(.read(Header(bytes: bytes, chunks: chunks)))
