@@ -72,4 +72,32 @@ final class ThumbCommandTests: XCTestCase {
             FileManager.default.fileExists(atPath: out.appendingPathComponent("photo.jpg").path), linkedFolder.stderr)
     }
 
+    /// Without `--out`, `./thumbnails` is made only when a thumbnail is written.
+    func testNoOutputFolderIsMadeWhenEveryInputFails() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        try Data("not an image".utf8).write(to: dir.appendingPathComponent("bad.jpg"))
+        let failed = try CLIHarness.run(["thumb", "bad.jpg", "missing.png"], currentDirectory: dir)
+        XCTAssertEqual(failed.status, 1, failed.stderr)
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("thumbnails").path),
+            "every input failed: no output folder")
+        let named = dir.appendingPathComponent("named/out")
+        XCTAssertEqual(try CLIHarness.run(["thumb", "-o", named.path, "bad.jpg"], currentDirectory: dir).status, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("named").path))
+
+        try ImageSynthesizer.data(width: 80, height: 60, format: .jpeg()).write(
+            to: dir.appendingPathComponent("ok.jpg"))
+        let written = try CLIHarness.run(["thumb", "bad.jpg", "ok.jpg"], currentDirectory: dir)
+        XCTAssertEqual(written.status, 1)
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("thumbnails/ok.jpg").path), written.stderr
+        )
+
+        // An output path that exists and is not a folder is still refused before any work.
+        let file = dir.appendingPathComponent("file")
+        try Data("x".utf8).write(to: file)
+        let refused = try CLIHarness.run(["thumb", "-o", file.path, "ok.jpg"], currentDirectory: dir)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("not a folder"), refused.stderr)
+    }
 }
