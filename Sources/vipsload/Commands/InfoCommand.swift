@@ -47,7 +47,7 @@ enum InfoCommand {
         defer { workers?.shutdown() }
         let json = parsed.flag("json")
         var failed = false
-        for item in InputCollector.collect(parsed.positional) {
+        for item in InputCollector.collect(parsed.positional).items {
             do {
                 let info: ImageInfo
                 let timing: (delays: [Int], loopCount: Int)?

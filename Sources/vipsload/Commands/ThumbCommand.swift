@@ -26,7 +26,9 @@ enum ThumbCommand {
         Writes a thumbnail of each input (by default one that fits in 256×256 pixels,
         never enlarged) to DIR, named by the --name template. An input is a file, a folder (searched
         recursively for images), an http(s) URL, or '-' for one image on standard
-        input. Inputs are processed in parallel; a failed input is reported on stderr and
+        input. In a folder, a file named like an image (.jpg, .png, ...) is an input
+        (one that is not an image fails), other files are skipped (-v lists them).
+        Inputs are processed in parallel; a failed input is reported on stderr and
         the rest carry on. A rerun skips outputs that are up to date.
 
           -o, --out DIR         output folder (default ./thumbnails); '-' writes the
@@ -153,6 +155,8 @@ enum ThumbCommand {
         let items: [InputCollector.Item]
         /// The inputs of this shard.
         let selected: [InputCollector.Item]
+        /// Files found in folders that are not inputs.
+        let skipped: [(path: String, reason: String)]
         /// Inputs that share an output name, over every input whatever the shard, so all shards agree.
         let clashes: [OutputNamer.Clash]
         /// Each clashing input's clash, by key.
@@ -190,6 +194,7 @@ enum ThumbCommand {
         let options = try Options(parsed)
         guard let selection = try select(parsed.positional, options) else { return 1 }
         let reporter = ThumbReporter(total: selection.selected.count, options: options.reporting)
+        for (path, reason) in selection.skipped { reporter.ignored(path, reason: reason) }
         if options.reporting.verbose, options.shard.count > 1 {
             Terminal.err(
                 "vipsload thumb: shard \(options.shard) (from \(options.shard.origin)): "
@@ -237,9 +242,9 @@ enum ThumbCommand {
             }
         }
         var seen: Set<String> = []
-        let items = InputCollector.collect(
-            inputs, recognisingURLs: true, skipping: options.settings.outputFolder
-        ).filter { seen.insert($0.key).inserted }
+        let collection = InputCollector.collect(
+            inputs, recognisingURLs: true, skipping: options.settings.outputFolder)
+        let items = collection.items.filter { seen.insert($0.key).inserted }
         if items.contains(where: { if case .standardInput = $0.location { true } else { false } }), items.count > 1 {
             throw ArgumentParser.UsageError(
                 description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
@@ -256,7 +261,7 @@ enum ThumbCommand {
             selected: items.filter {
                 if case .standardInput = $0.location { true } else { options.shard.contains($0.key) }
             },
-            clashes: clashes,
+            skipped: collection.skipped, clashes: clashes,
             clashing: Dictionary(
                 clashes.flatMap { clash in clash.items.map { ($0.key, clash) } },
                 uniquingKeysWith: { first, _ in first }))
