@@ -13,3 +13,12 @@ extension VipsError {
         return message
     }
 }
+
+extension VipsError {
+    /// The error with `path` (a download's temporary or cache file) replaced
+    /// by `source` (its URL) in the message: a message names what the user
+    /// asked for, never a file the pipeline made.
+    func naming(_ source: ImageSource, insteadOf path: String) -> VipsError {
+        VipsError(kind, message.replacingOccurrences(of: path, with: source.description), httpStatus: httpStatus)
+    }
+}

@@ -119,9 +119,7 @@ struct ThumbEngine: Sendable {
             }
             // A download's file is a temporary or cache file: messages name the URL instead.
             withExtendedLifetime(data) {}
-            return result.mapError {
-                VipsError($0.kind, $0.message.replacingOccurrences(of: path, with: request.source.description))
-            }
+            return result.mapError { $0.naming(request.source, insteadOf: path) }
         case .data(let bytes):
             if isolation.isolates(ImageFormat.sniff(bytes.prefix(64))) {
                 return await isolation.workers.decode(path: nil, data: bytes)
