@@ -101,7 +101,17 @@ extension ImagePipeline {
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
         ///
-        /// - Parameter diskCache: the `dataCache`, when it is a `DiskCache`.
+        /// - Parameters:
+        ///   - decodeConcurrency: decodes at once (`decodeConcurrency`).
+        ///   - dataLoadingConcurrency: calls to a custom `dataLoader` at once.
+        ///   - dataLoader: the loader replacing the default one; nil for the default.
+        ///   - memoryCache: decoded bitmaps kept in memory; nil for none.
+        ///   - diskCache: the `dataCache`, when it is a `DiskCache`.
+        ///   - dataCache: the data cache, when it is not a `DiskCache` (wins over `diskCache`).
+        ///   - http: how the default loader downloads `http(s)` URLs.
+        ///   - decodeOptions: limits, strictness and allowed formats of every decode.
+        ///   - resizesFromLargerCachedImages: whether a smaller size may be made
+        ///     from a larger cached bitmap of the same source.
         public init(
             decodeConcurrency: Int = SystemResources.current.usableCPUs,
             dataLoadingConcurrency: Int = 6,
