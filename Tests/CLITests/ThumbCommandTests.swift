@@ -72,19 +72,27 @@ final class ThumbCommandTests: XCTestCase {
             FileManager.default.fileExists(atPath: out.appendingPathComponent("photo.jpg").path), linkedFolder.stderr)
     }
 
+    /// A folder `relative` below `dir` holding `files` (name: contents).
+    @discardableResult
+    private func folder(_ relative: String, in dir: URL, holding files: [String: Data]) throws -> URL {
+        let folder = dir.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, contents) in files { try contents.write(to: folder.appendingPathComponent(name)) }
+        return folder
+    }
+
     /// In a folder, the name says what is meant to be an image: a file named
     /// like one that is not one (empty, an HTML page) fails and is named on
     /// stderr; a file with another extension is skipped, and `-v` says so.
     func testFilesInAFolderNamedLikeImagesThatAreNotOnesFailAndOthersAreSkippedOutLoud() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
-        let input = dir.appendingPathComponent("in")
-        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try ImageSynthesizer.data(width: 120, height: 90, format: .jpeg()).write(
-            to: input.appendingPathComponent("good.jpg"))
-        try Data().write(to: input.appendingPathComponent("empty.jpg"))
-        try Data("<!DOCTYPE html><html><body>Not found</body></html>\n".utf8).write(
-            to: input.appendingPathComponent("page.jpg"))
-        try Data("some notes\n".utf8).write(to: input.appendingPathComponent("notes.txt"))
+        let input = try folder(
+            "in", in: dir,
+            holding: [
+                "good.jpg": try ImageSynthesizer.data(width: 120, height: 90, format: .jpeg()), "empty.jpg": Data(),
+                "page.jpg": Data("<!DOCTYPE html><html><body>Not found</body></html>\n".utf8),
+                "notes.txt": Data("some notes\n".utf8)
+            ])
         let out = dir.appendingPathComponent("out")
 
         let result = try CLIHarness.run(["thumb", "-s", "60", "-o", out.path, input.path])
@@ -138,11 +146,12 @@ final class ThumbCommandTests: XCTestCase {
     /// the folder was given, by `thumb` and `info` alike.
     func testFilesFoundUnderARelativeFolderAreReportedByRelativePath() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
-        let photos = dir.appendingPathComponent("photos/trip")
-        try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
-        try ImageSynthesizer.data(width: 100, height: 50, format: .jpeg()).write(
-            to: photos.appendingPathComponent("a.jpg"))
-        try Data("<html></html>".utf8).write(to: photos.appendingPathComponent("b.png"))
+        try folder(
+            "photos/trip", in: dir,
+            holding: [
+                "a.jpg": try ImageSynthesizer.data(width: 100, height: 50, format: .jpeg()),
+                "b.png": Data("<html></html>".utf8)
+            ])
 
         let thumb = try CLIHarness.run(["thumb", "--json", "-s", "20", "-o", "out", "photos/"], currentDirectory: dir)
         XCTAssertEqual(thumb.status, 1, thumb.stderr)
