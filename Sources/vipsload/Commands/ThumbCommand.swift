@@ -31,8 +31,9 @@ enum ThumbCommand {
         Inputs are processed in parallel; a failed input is reported on stderr and
         the rest carry on. A rerun skips outputs that are up to date.
 
-          -o, --out DIR         output folder (default ./thumbnails); '-' writes the
-                                thumbnail of a single input to standard output
+          -o, --out DIR         output folder (default ./thumbnails, made at the first
+                                thumbnail written); '-' writes the thumbnail of a
+                                single input to standard output
           -n, --name TEMPLATE   output name without its extension (default '%d/%s'):
         \(OutputNamer.placeholderHelp)
                                 An output's name depends on its own input only. Two
