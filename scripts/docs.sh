@@ -3,10 +3,10 @@
 # own `docc`: no plugin package is fetched. Symbol graphs come from the compiler during a build
 # in its own scratch folder (.build/docs, so the normal build is not invalidated), then
 # `docc convert` joins each module's graphs with its catalog (Sources/<Module>/<Module>.docc).
-# DocC's warnings (broken links, undocumented parameters) are printed; DOCS_STRICT=1 makes
-# them fail the script.
+# A DocC warning (a broken link, an undocumented parameter) fails the script: docc runs with
+# --warnings-as-errors, and the warnings are printed.
 #
-# Usage: [DOCS_STRICT=1] scripts/docs.sh [OUTPUT_DIR]      (default: .build/docs/archives)
+# Usage: scripts/docs.sh [OUTPUT_DIR]      (default: .build/docs/archives)
 # Writes OUTPUT_DIR/VipsCore.doccarchive and OUTPUT_DIR/VipsLoad.doccarchive, for static
 # hosting (open OUTPUT_DIR/<Module>.doccarchive/index.html through any web server). The doc
 # coverage check (every public declaration documented) is the DocCoverageTests test, run by
@@ -19,8 +19,6 @@ output=${1:-.build/docs/archives}
 scratch=.build/docs
 graphs=$scratch/symbol-graphs
 modules=(VipsCore VipsLoad)
-strict=()
-[ "${DOCS_STRICT:-0}" = 1 ] && strict=(--warnings-as-errors)
 
 # The compiler writes a module's graphs when it compiles the module, so the folder is kept between
 # runs (an unchanged module is not recompiled and keeps its graphs).
@@ -43,7 +41,7 @@ for module in "${modules[@]}"; do
     --fallback-display-name "$module" \
     --fallback-bundle-identifier "org.vipsload.$module" \
     --transform-for-static-hosting --hosting-base-path "$module" \
-    "${strict[@]}" \
+    --warnings-as-errors \
     --output-path "$output/$module.doccarchive"
   echo "docs: $output/$module.doccarchive"
 done

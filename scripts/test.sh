@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, fuzzes 10,000 inputs (about a minute), builds the DocC archives, runs the whole XCTest suite.
+# The test command: installs what is missing, lints, builds, checks the README's package manifest, fuzzes 10,000 inputs (about a minute), builds the DocC archives, runs the whole XCTest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -10,6 +10,12 @@ swift-format lint --strict --parallel -r Sources Tests Fuzz Benchmarks Package.s
 # Warnings are errors. SwiftPM's own note that it drops the -pthread flag from
 # libvips' pkg-config output is not a compiler warning and is filtered out.
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; }
+# The README's "Depend on it" manifest, verbatim, builds against this checkout by path, offline,
+# and runs (its own build folder, .build/package-use: about 3 minutes on a fresh machine, seconds
+# later); VIPSLOAD_PACKAGE_USE=0 skips it.
+if [ "${VIPSLOAD_PACKAGE_USE:-1}" != 0 ]; then
+  scripts/check-package-use.sh
+fi
 # About a minute of fuzzing first, so the libFuzzer harness (Fuzz/) keeps building and
 # the seed corpus keeps passing; VIPSLOAD_FUZZ_RUNS=0 skips it.
 fuzz_runs=${VIPSLOAD_FUZZ_RUNS:-10000}

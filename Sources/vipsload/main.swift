@@ -1,79 +1,34 @@
 import Foundation
 import VipsCore
 
-/// `vipsload`: info, thumb and bench over the VipsLoad library.
-let usage = """
-    usage: vipsload <command> [options]
-
-    commands:
-      info     print each image's size, format, bands, alpha, orientation and pages
-      thumb    write thumbnails of images (files, folders, URLs) to a folder, in parallel
-      bench    measure throughput, cache hits, coalescing, scrolling and scaling
-      corpus   generate (once) the built-in benchmark corpus and print its folder
-      version  print the VipsLoad and libvips versions (also --version, -V)
-      help     print this, or a command's options ('vipsload help thumb')
-
-    Run 'vipsload <command> --help' for a command's options.
-
-    Exit status: 0 on success, 1 when any input failed, 2 on usage errors.
-    """
+/// `vipsload`: info, thumb, bench and corpus over the VipsLoad library.
+extension Command {
+    /// The commands, listed once: the usage text, `help` and dispatch read
+    /// this list, so a new command is one entry.
+    static let all: [Command] = [
+        Command(
+            name: "info", summary: "print each image's size, format, bands, alpha, orientation and pages",
+            usage: InfoCommand.usage, run: InfoCommand.run),
+        Command(
+            name: "thumb", summary: "write thumbnails of images (files, folders, URLs) to a folder, in parallel",
+            usage: ThumbCommand.usage, run: ThumbCommand.run),
+        Command(
+            name: "bench", summary: "measure throughput, cache hits, coalescing, scrolling and scaling",
+            usage: BenchCommand.usage, signals: .endTheProcess, run: BenchCommand.run),
+        Command(
+            name: "corpus", summary: "generate (once) the built-in benchmark corpus and print its folder",
+            usage: CorpusCommand.usage, run: CorpusCommand.run),
+        .version("usage: vipsload version | --version | -V"),
+        .help { Command.all }
+    ]
+}
 
 // Lower, flatter peak RSS when decoding on several threads (see the method's documentation).
 VipsRuntime.tuneAllocatorForImageWork()
 
-var arguments = Array(CommandLine.arguments.dropFirst())
+let arguments = Array(CommandLine.arguments.dropFirst())
 // Hidden: a decode worker started by `WorkerPool` (not for people to run).
 if arguments.first == DecodeWorker.command {
     exit(DecodeWorker.run(Array(arguments.dropFirst())))
 }
-guard let command = arguments.first else {
-    Terminal.err(usage)
-    exit(2)
-}
-arguments.removeFirst()
-
-let commands: [String: ([String]) async throws(ArgumentParser.UsageError) -> Int32] = [
-    "info": InfoCommand.run,
-    "thumb": ThumbCommand.run,
-    "corpus": CorpusCommand.run
-]
-
-if command == "--version" || command == "-V" || command == "version" {
-    Terminal.out(Version.text)
-    exit(0)
-}
-if command == "help", let topic = arguments.first {
-    let usages = [
-        "info": InfoCommand.usage, "thumb": ThumbCommand.usage, "bench": BenchCommand.usage,
-        "corpus": CorpusCommand.usage, "version": "usage: vipsload version | --version | -V", "help": usage
-    ]
-    guard let text = usages[topic] else {
-        Terminal.err("vipsload help: unknown command '\(topic)'\n\n\(usage)")
-        exit(2)
-    }
-    Terminal.out(text)
-    exit(0)
-}
-if command == "bench" {
-    do {
-        exit(try await BenchCommand.run(arguments))
-    } catch {
-        Terminal.err("vipsload bench: \(error.description)\nRun 'vipsload bench --help' for usage.")
-        exit(2)
-    }
-}
-if command == "--help" || command == "-h" || command == "help" {
-    Terminal.out(usage)
-    exit(0)
-}
-guard let run = commands[command] else {
-    Terminal.err("vipsload: unknown command '\(command)'\n\n\(usage)")
-    exit(2)
-}
-do {
-    // SIGINT/SIGTERM cancel the command, remove its temporary downloads and exit 130/143.
-    exit(try await SignalHandling.run(run, arguments))
-} catch {
-    Terminal.err("vipsload \(command): \(error.description)\nRun 'vipsload \(command) --help' for usage.")
-    exit(2)
-}
+await Command.dispatch(arguments, among: Command.all)

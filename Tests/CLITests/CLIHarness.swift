@@ -48,15 +48,17 @@ struct CLIHarness {
         return process
     }
 
-    /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing).
+    /// Runs `vipsload` with `arguments`, feeding it `stdin` (default: nothing),
+    /// in `currentDirectory` (default: this process's working folder).
     static func run(
         _ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:],
-        file: StaticString = #filePath, line: UInt = #line
+        currentDirectory: URL? = nil
     ) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
         process.environment = environment(extra)
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -8,12 +8,8 @@ import XCTest
 /// second build), as DocC sees them: a member that implements a protocol
 /// requirement of another module without a comment of its own inherits the
 /// requirement's documentation, and compiler-synthesised members (no source
-/// location) are not counted. Each undocumented declaration is printed as
-/// `file:line: Module.Symbol (kind)`.
-///
-/// `docs/doc-coverage-pending.txt` lists declarations known to lack a comment
-/// in files other branches are rewriting; they are printed but do not fail the
-/// test. The list only shrinks: at 100% it is empty.
+/// location) are not counted. Any undocumented declaration fails the test,
+/// listed in its message as `file:line: Module.Symbol (kind)`.
 final class DocCoverageTests: XCTestCase {
     static let modules = ["VipsCore", "VipsLoad"]
 
@@ -25,7 +21,6 @@ final class DocCoverageTests: XCTestCase {
         let file: String
         let line: Int
         let documented: Bool
-        var key: String { "\(module) \(name)" }
         var location: String { "\(file):\(line)" }
     }
 
@@ -106,33 +101,17 @@ final class DocCoverageTests: XCTestCase {
         }
         XCTAssertGreaterThan(all.count, 200, "the symbol graphs hold the libraries' public API")
 
-        let pendingText =
-            (try? String(
-                contentsOf: Self.packageRoot.appendingPathComponent("docs/doc-coverage-pending.txt"), encoding: .utf8))
-            ?? ""
-        let pending = Set(
-            pendingText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && !$0.hasPrefix("#") })
         let undocumented = all.filter { !$0.documented }
         let documentedCount = all.count - undocumented.count
         print(
             String(
                 format: "doc coverage: %d of %d public declarations documented (%.1f%%)", documentedCount, all.count,
                 100 * Double(documentedCount) / Double(all.count)))
-        for declaration in undocumented.sorted(by: { ($0.file, $0.line) < ($1.file, $1.line) }) {
-            print(
-                "\(declaration.location): undocumented: \(declaration.module).\(declaration.name) (\(declaration.kind))"
-                    + (pending.contains(declaration.key) ? " [pending]" : ""))
-        }
-        let nowDocumented = pending.subtracting(undocumented.map(\.key))
-        for key in nowDocumented.sorted() {
-            print("doc coverage: '\(key)' is documented (or gone): remove it from docs/doc-coverage-pending.txt")
-        }
-        let failures = undocumented.filter { !pending.contains($0.key) }
+        let sorted = undocumented.sorted { ($0.file, $0.line) < ($1.file, $1.line) }
         XCTAssertTrue(
-            failures.isEmpty,
+            sorted.isEmpty,
             "public declarations without a doc comment:\n"
-                + failures.map { "\($0.location): \($0.module).\($0.name) (\($0.kind))" }.joined(separator: "\n"))
+                + sorted.map { "\($0.location): \($0.module).\($0.name) (\($0.kind))" }.joined(separator: "\n"))
     }
 
     /// The checker itself, on a symbol graph with one of each case.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import VipsCore
 import VipsSynthesis
 import XCTest
@@ -130,5 +131,53 @@ final class InfoCommandTests: XCTestCase {
         let unknown = try CLIHarness.run(["info", "--allow", "bmpx", svg.path])
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.stderr.contains("unknown format 'bmpx'"), unknown.stderr)
+    }
+}
+
+/// `vipsload info URL`: probed through the pipeline, as `thumb` loads URLs
+/// (disk cache, retries, header fields), against a real server on 127.0.0.1.
+final class InfoURLTests: XCTestCase {
+    func testURLsAreProbedThroughThePipelineAndItsDiskCache() throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let fresh = [("Cache-Control", "public, max-age=3600")]
+        server.route(
+            "/photos/cat.jpg",
+            .ok(try ImageSynthesizer.data(width: 300, height: 200, format: .jpeg(orientation: 6)), headers: fresh))
+        // JPEG magic, then nothing a decoder can read: the loader takes it, the header probe fails.
+        server.route("/broken.jpg", .ok(Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x42, count: 64))))
+        server.route("/missing.jpg", .status(404))
+        let cat = server.url("/photos/cat.jpg").absoluteString
+        let broken = server.url("/broken.jpg").absoluteString
+        let missing = server.url("/missing.jpg").absoluteString
+        let cache = dir.appendingPathComponent("cache")
+
+        for run in 1...2 {
+            let result = try CLIHarness.run([
+                "info", "--json", "--cache-dir", cache.path, "-H", "X-Run: \(run)", cat, broken, missing
+            ])
+            XCTAssertEqual(result.status, 1, result.stderr)
+            let objects = try result.stdoutLines.map {
+                try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            XCTAssertEqual(objects.count, 3, result.stdout)
+            XCTAssertEqual(objects.first?["input"] as? String, cat)
+            XCTAssertEqual(objects.first?["width"] as? Int, 200, "width after EXIF orientation 6")
+            XCTAssertEqual(objects.first?["height"] as? Int, 300)
+            XCTAssertEqual(objects.first?["format"] as? String, "jpeg")
+            XCTAssertTrue(result.stderr.contains("vipsload info: \(missing): httpStatus"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("vipsload info: \(broken): "), result.stderr)
+            XCTAssertFalse(
+                result.stderr.contains("No such file") || result.stderr.contains("/tmp/")
+                    || result.stderr.contains(cache.path),
+                "messages name the URL, never a download or cache file: \(result.stderr)")
+        }
+        XCTAssertEqual(server.requestCount("/photos/cat.jpg"), 1, "the second run read the fresh entry from disk")
+        XCTAssertEqual(server.requests("/missing.jpg").map { $0.header("X-Run") }, ["1", "2"], "--header is sent")
+
+        let plain = try CLIHarness.run(["info", cat])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertEqual(plain.stdout, "\(cat): 200x300 jpeg, 3 bands, no alpha, orientation 6, 1 page\n")
     }
 }

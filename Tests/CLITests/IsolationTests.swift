@@ -197,46 +197,40 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(animation.frameCount, 3)
     }
 
-    /// The children of process `parent` that are still running (not zombies).
-    private func runningChildren(of parent: pid_t) -> [pid_t] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry),
-                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                let close = stat.range(of: ")", options: .backwards)
-            else { return nil }
-            let fields = stat[close.upperBound...].split(separator: " ")
-            guard fields.count > 1, fields[0] != "Z", pid_t(fields[1]) == parent else { return nil }
-            return pid
-        }
-    }
-
-    /// Waits (at most `seconds`) until `condition` holds.
-    private func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
+    /// Each worker that hangs says so on the stderr it shares with its parent;
+    /// that pipe reaches its end once the parent and every worker are gone (a
+    /// process's descriptors close when it ends), so both are events to wait on.
     func testWorkersEndWithTheirParentOnSIGTERMSIGINTAndSIGKILL() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let hang = try writePNG("a__hang__.png", in: folder)
         for (number, status) in [(SIGTERM, Int32(143)), (SIGINT, Int32(130)), (SIGKILL, Int32(-1))] {
-            let parent = try CLIHarness.start(
-                [
-                    "thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path,
-                    hang
-                ],
-                environment: faults)
-            var workers: [pid_t] = []
-            XCTAssertTrue(
-                eventually(60) {
-                    workers = runningChildren(of: parent.processIdentifier); return !workers.isEmpty
-                },
-                "a worker started")
+            let parent = Process()
+            parent.executableURL = CLIHarness.binary
+            parent.arguments = [
+                "thumb", "--isolate", "all", "--timeout", "600", "-o", folder.appendingPathComponent("out").path, hang
+            ]
+            parent.environment = CLIHarness.environment(faults)
+            parent.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            parent.standardError = errors
+            try parent.run()
+            let hanging = expectation(description: "a worker started and hangs")
+            let closed = expectation(description: "the parent and its workers ended")
+            DispatchQueue.global().async {
+                var text = ""
+                var announced = false
+                while true {
+                    let chunk = errors.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                    if !announced, text.contains("hanging on a__hang__.png") {
+                        announced = true
+                        hanging.fulfill()
+                    }
+                }
+                closed.fulfill()
+            }
+            wait(for: [hanging], timeout: 120)
             kill(parent.processIdentifier, number)
             parent.waitUntilExit()
             if status >= 0 {
@@ -244,16 +238,8 @@ final class IsolationTests: XCTestCase {
             } else {
                 XCTAssertEqual(parent.terminationReason, .uncaughtSignal)
             }
-            // Killed by its parent (SIGTERM), or ending itself once the parent is gone (SIGKILL).
-            XCTAssertTrue(
-                eventually(60) {
-                    workers.allSatisfy { pid in
-                        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                            let close = stat.range(of: ")", options: .backwards)
-                        else { return true }
-                        return stat[close.upperBound...].split(separator: " ").first == "Z"
-                    }
-                }, "workers \(workers) ended after signal \(number)")
+            // Killed by its parent (SIGTERM, SIGINT), or ending itself once the parent is gone (SIGKILL).
+            wait(for: [closed], timeout: 120)
         }
     }
 

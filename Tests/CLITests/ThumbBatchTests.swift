@@ -174,12 +174,24 @@ final class ThumbBatchTests: XCTestCase {
         }
         let out = dir.appendingPathComponent("out")
         // PNG output at a large size keeps each image busy long enough to be killed mid-run.
-        let arguments = ["thumb", "-q", "-j", "1", "-s", "1200", "-f", "png", "-o", out.path, input.path]
-        let process = try CLIHarness.start(arguments)
-        let deadline = Date().addingTimeInterval(120)
-        while outputs(out).count < 2, process.isRunning, Date() < deadline { usleep(5_000) }
+        // Killed once -v has reported two outputs written (read from its stderr as they come).
+        let process = Process()
+        process.executableURL = CLIHarness.binary
+        process.arguments = ["thumb", "-v", "-j", "1", "-s", "1200", "-f", "png", "-o", out.path, input.path]
+        process.environment = CLIHarness.environment()
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        var reported = ""
+        while reported.components(separatedBy: " -> ").count - 1 < 2 {
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            reported += String(decoding: chunk, as: UTF8.self)
+        }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        try? errors.fileHandleForReading.close()
         XCTAssertEqual(process.terminationReason, .uncaughtSignal, "killed mid-run")
 
         let written = outputs(out)

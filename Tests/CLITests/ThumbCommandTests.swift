@@ -73,4 +73,99 @@ final class ThumbCommandTests: XCTestCase {
             FileManager.default.fileExists(atPath: out.appendingPathComponent("photo.jpg").path), linkedFolder.stderr)
     }
 
+    /// A folder `relative` below `dir` holding `files` (name: contents).
+    @discardableResult
+    private func folder(_ relative: String, in dir: URL, holding files: [String: Data]) throws -> URL {
+        let folder = dir.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, contents) in files { try contents.write(to: folder.appendingPathComponent(name)) }
+        return folder
+    }
+
+    /// In a folder, the name says what is meant to be an image: a file named
+    /// like one that is not one (empty, an HTML page) fails and is named on
+    /// stderr; a file with another extension is skipped, and `-v` says so.
+    func testFilesInAFolderNamedLikeImagesThatAreNotOnesFailAndOthersAreSkippedOutLoud() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let input = try folder(
+            "in", in: dir,
+            holding: [
+                "good.jpg": try ImageSynthesizer.data(width: 120, height: 90, format: .jpeg()), "empty.jpg": Data(),
+                "page.jpg": Data("<!DOCTYPE html><html><body>Not found</body></html>\n".utf8),
+                "notes.txt": Data("some notes\n".utf8)
+            ])
+        let out = dir.appendingPathComponent("out")
+
+        let result = try CLIHarness.run(["thumb", "-s", "60", "-o", out.path, input.path])
+        XCTAssertEqual(result.status, 1, "a file named like an image that is not one is a failure: \(result.stderr)")
+        let empty = input.appendingPathComponent("empty.jpg").path
+        let page = input.appendingPathComponent("page.jpg").path
+        XCTAssertTrue(result.stderr.contains("vipsload thumb: \(empty): emptyInput"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("vipsload thumb: \(page): unsupportedFormat"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("1 written, 0 skipped, 2 failed"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("notes.txt"), "without -v a skipped file is not mentioned")
+
+        let verbose = try CLIHarness.run(["thumb", "-v", "--force", "-s", "60", "-o", out.path, input.path])
+        XCTAssertEqual(verbose.status, 1)
+        XCTAssertTrue(
+            verbose.stderr.contains("vipsload thumb: \(input.appendingPathComponent("notes.txt").path): skipped: "),
+            "-v names the file it skipped: \(verbose.stderr)")
+        XCTAssertTrue(
+            verbose.stderr.contains("1 written, 0 skipped, 2 failed"), "not counted as an input: \(verbose.stderr)")
+    }
+
+    /// Without `--out`, `./thumbnails` is made only when a thumbnail is written.
+    func testNoOutputFolderIsMadeWhenEveryInputFails() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        try Data("not an image".utf8).write(to: dir.appendingPathComponent("bad.jpg"))
+        let failed = try CLIHarness.run(["thumb", "bad.jpg", "missing.png"], currentDirectory: dir)
+        XCTAssertEqual(failed.status, 1, failed.stderr)
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("thumbnails").path),
+            "every input failed: no output folder")
+        let named = dir.appendingPathComponent("named/out")
+        XCTAssertEqual(try CLIHarness.run(["thumb", "-o", named.path, "bad.jpg"], currentDirectory: dir).status, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("named").path))
+
+        try ImageSynthesizer.data(width: 80, height: 60, format: .jpeg()).write(
+            to: dir.appendingPathComponent("ok.jpg"))
+        let written = try CLIHarness.run(["thumb", "bad.jpg", "ok.jpg"], currentDirectory: dir)
+        XCTAssertEqual(written.status, 1)
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("thumbnails/ok.jpg").path), written.stderr
+        )
+
+        // An output path that exists and is not a folder is still refused before any work.
+        let file = dir.appendingPathComponent("file")
+        try Data("x".utf8).write(to: file)
+        let refused = try CLIHarness.run(["thumb", "-o", file.path, "ok.jpg"], currentDirectory: dir)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("not a folder"), refused.stderr)
+    }
+
+    /// Files found under a relative folder argument are reported relative, as
+    /// the folder was given, by `thumb` and `info` alike.
+    func testFilesFoundUnderARelativeFolderAreReportedByRelativePath() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        try folder(
+            "photos/trip", in: dir,
+            holding: [
+                "a.jpg": try ImageSynthesizer.data(width: 100, height: 50, format: .jpeg()),
+                "b.png": Data("<html></html>".utf8)
+            ])
+
+        let thumb = try CLIHarness.run(["thumb", "--json", "-s", "20", "-o", "out", "photos/"], currentDirectory: dir)
+        XCTAssertEqual(thumb.status, 1, thumb.stderr)
+        let inputs = thumb.stdoutLines.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["input"] as? String
+        }
+        XCTAssertEqual(inputs.sorted(), ["photos/trip/a.jpg", "photos/trip/b.png"], thumb.stdout)
+        XCTAssertTrue(thumb.stderr.contains("vipsload thumb: photos/trip/b.png: unsupportedFormat"), thumb.stderr)
+        XCTAssertFalse(thumb.stderr.contains(dir.path), "no absolute path: \(thumb.stderr)")
+
+        let info = try CLIHarness.run(["info", "./photos"], currentDirectory: dir)
+        XCTAssertEqual(info.status, 1)
+        XCTAssertTrue(info.stdout.hasPrefix("./photos/trip/a.jpg: 100x50 jpeg"), info.stdout)
+        XCTAssertTrue(info.stderr.hasPrefix("vipsload info: ./photos/trip/b.png: unsupportedFormat"), info.stderr)
+    }
 }

@@ -21,8 +21,13 @@ public final class ImageData: Sendable {
     /// open the file again to do so.
     let leadingBytes: [UInt8]
 
-    /// - Parameter removingFileOnRelease: true when `input` is a temporary file
-    ///   this object owns and deletes when released.
+    /// Encoded bytes for the decoder, as a loader returns them.
+    ///
+    /// - Parameters:
+    ///   - input: the bytes: a file the decoder reads, or data in memory.
+    ///   - byteCount: the encoded size in bytes.
+    ///   - removingFileOnRelease: true when `input` is a temporary file
+    ///     this object owns and deletes when released.
     public convenience init(input: ImageInput, byteCount: Int, removingFileOnRelease: Bool = false) {
         self.init(input: input, byteCount: byteCount, leadingBytes: [], removingFileOnRelease: removingFileOnRelease)
     }

@@ -113,6 +113,17 @@ extension ImagePipeline {
 
         /// A configuration; each parameter defaults as its property documents.
         /// Concurrencies below 1 are raised to 1.
+        ///
+        /// - Parameters:
+        ///   - decodeConcurrency: decodes at once (`decodeConcurrency`).
+        ///   - dataLoadingConcurrency: loads on the network lane at once (`dataLoadingConcurrency`).
+        ///   - dataLoader: the loader (`dataLoader`); default `DataLoader()`, the default loader.
+        ///   - memoryCache: decoded bitmaps kept in memory; nil for none.
+        ///   - dataCache: the data cache (`dataCache`); nil for none.
+        ///   - http: how the default loader downloads `http(s)` URLs.
+        ///   - decodeOptions: limits, strictness and allowed formats of every decode.
+        ///   - resizesFromLargerCachedImages: whether a smaller size may be made
+        ///     from a larger cached bitmap of the same source.
         public init(
             decodeConcurrency: Int = SystemResources.current.usableCPUs,
             dataLoadingConcurrency: Int = 6,

@@ -5,14 +5,33 @@ import VipsCore
 ///
 /// Files named on the command line are always processed (an unreadable or
 /// non-image file is reported as that input's error). Folders are walked
-/// recursively in name order; there, files whose first bytes are not an image
-/// (READMEs, `.DS_Store`) are skipped silently, since nobody asked for them.
-/// With `recognisingURLs`, `http(s)://` inputs are URLs to download and
-/// `file://` URLs name files.
+/// recursively in name order, hidden files and folders left out. There a
+/// file's name says whether it is meant to be an image: one with an image
+/// extension (`imageExtensions`, any case) is an input, so an empty or HTML
+/// `photo.jpg` is reported as a failure, not passed over; one with another
+/// extension (a README, a video) is skipped and listed in
+/// `Collection.skipped`; one without an extension is an input when its first
+/// bytes are an image. Files found in a folder are named as the folder was
+/// given (a relative folder gives relative paths). With `recognisingURLs`,
+/// `http(s)://` inputs are URLs to download and `file://` URLs name files.
 struct InputCollector {
+    /// The file-name extensions of the formats VipsCore can identify, lower case.
+    static let imageExtensions: Set<String> = [
+        "jpg", "jpeg", "jpe", "jfif", "png", "webp", "gif", "tif", "tiff", "heic", "heif", "hif", "avif", "svg",
+        "svgz", "pdf", "jp2", "j2k", "j2c", "jpf", "jpx", "jxl", "ppm", "pgm", "pbm", "pnm", "pfm"
+    ]
+
+    /// What `collect` found: the inputs, and the files in folders it passed over.
+    struct Collection {
+        var items: [Item] = []
+        /// Files found in folders that are not inputs, as named, with the reason.
+        var skipped: [(path: String, reason: String)] = []
+    }
+
     /// One image to process, with what its output name may be built from.
     struct Item: Sendable {
-        /// The input as given (a path or URL) or found (a path in a folder), for messages.
+        /// The input as given (a path or URL) or found (a path in a folder,
+        /// starting with the folder as given), for messages.
         let input: String
         let location: Location
         /// The input as named on the command line: the argument itself, or for
@@ -44,20 +63,20 @@ struct InputCollector {
     /// The items of `arguments`. Folders are walked without entering
     /// `skipping` (the output folder, so that a rerun over a folder holding its
     /// own thumbnails does not thumbnail them).
-    static func collect(_ arguments: [String], recognisingURLs: Bool = false, skipping: URL? = nil) -> [Item] {
-        let skipped = skipping.map { $0.resolvingSymlinksInPath().standardizedFileURL.path }
-        var items: [Item] = []
+    static func collect(_ arguments: [String], recognisingURLs: Bool = false, skipping: URL? = nil) -> Collection {
+        let skippedFolder = skipping.map { $0.resolvingSymlinksInPath().standardizedFileURL.path }
+        var collection = Collection()
         let fileManager = FileManager.default
         for argument in arguments {
             if argument == "-" {
-                items.append(
+                collection.items.append(
                     Item(
                         input: "-", location: .standardInput, key: "-", stem: "stdin", sourceExtension: "",
                         subfolder: "", parentFolders: ""))
                 continue
             }
             if recognisingURLs, let item = urlItem(argument) {
-                items.append(item)
+                collection.items.append(item)
                 continue
             }
             var path = argument
@@ -71,25 +90,29 @@ struct InputCollector {
                 let root = URL(fileURLWithPath: path).standardizedFileURL
                 var named = path
                 while named.count > 1, named.hasSuffix("/") { named.removeLast() }
-                for relative in filesBelow(root, skipping: skipped) {
-                    let found = root.appendingPathComponent(relative).path
-                    let key = named == "/" ? "/" + relative : named + "/" + relative
-                    items.append(
+                for file in filesBelow(root, skipping: skippedFolder) {
+                    // The path as the folder was named (relative stays relative), through any symlink in it.
+                    let found = named == "/" ? "/" + file.relative : named + "/" + file.relative
+                    if let reason = file.skipReason {
+                        collection.skipped.append((found, reason))
+                        continue
+                    }
+                    collection.items.append(
                         Item(
-                            input: found, location: .file(found), key: key, stem: stem(of: relative),
-                            sourceExtension: (relative as NSString).pathExtension,
-                            subfolder: (relative as NSString).deletingLastPathComponent,
-                            parentFolders: (key as NSString).deletingLastPathComponent))
+                            input: found, location: .file(found), key: found, stem: stem(of: file.relative),
+                            sourceExtension: (file.relative as NSString).pathExtension,
+                            subfolder: (file.relative as NSString).deletingLastPathComponent,
+                            parentFolders: (found as NSString).deletingLastPathComponent))
                 }
             } else {
-                items.append(
+                collection.items.append(
                     Item(
                         input: argument, location: .file(path), key: path, stem: stem(of: path),
                         sourceExtension: (path as NSString).pathExtension, subfolder: "",
                         parentFolders: (path as NSString).deletingLastPathComponent))
             }
         }
-        return items
+        return collection
     }
 
     /// A path's last component without its extension (a dot file keeps its name).
@@ -138,17 +161,25 @@ struct InputCollector {
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    /// Relative paths of the image files below a folder, sorted. Symlinks to
+    /// A regular file found below a folder argument.
+    private struct FoundFile {
+        /// Its path below the folder.
+        let relative: String
+        /// Why it is not an input, or nil when it is one.
+        let skipReason: String?
+    }
+
+    /// The regular files below a folder, sorted by relative path. Symlinks to
     /// files are read; symlinked folders are not followed (no loops).
     /// A folder argument that is itself a symlink is walked at its target.
-    private static func filesBelow(_ named: URL, skipping skipped: String?) -> [String] {
+    private static func filesBelow(_ named: URL, skipping skipped: String?) -> [FoundFile] {
         let root = named.resolvingSymlinksInPath()
         guard
             let enumerator = FileManager.default.enumerator(
                 at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey],
                 options: [.skipsHiddenFiles])
         else { return [] }
-        var found: [String] = []
+        var found: [FoundFile] = []
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
             guard let kind = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey])
@@ -164,10 +195,21 @@ struct InputCollector {
                 continue
             }
             let path = url.standardizedFileURL.path
-            guard path.hasPrefix(prefix), looksLikeImage(path) else { continue }
-            found.append(String(path.dropFirst(prefix.count)))
+            guard path.hasPrefix(prefix) else { continue }
+            let relative = String(path.dropFirst(prefix.count))
+            found.append(FoundFile(relative: relative, skipReason: skipReason(path)))
         }
-        return found.sorted()
+        return found.sorted { $0.relative < $1.relative }
+    }
+
+    /// Why the file at `path`, found in a folder, is not an input; nil when it is one.
+    private static func skipReason(_ path: String) -> String? {
+        let fileExtension = (path as NSString).pathExtension
+        if fileExtension.isEmpty {
+            return looksLikeImage(path) ? nil : "no file-name extension, and not an image"
+        }
+        return imageExtensions.contains(fileExtension.lowercased())
+            ? nil : ".\(fileExtension) is not an image extension"
     }
 
     private static func looksLikeImage(_ path: String) -> Bool {

@@ -1,33 +1,102 @@
+import Foundation
 import VipsBench
 import VipsCore
 import VipsLoad
 
 /// `vipsload info [--json] INPUT...`: one line per input, from a header probe.
+///
+/// Files are probed where they are; `http(s)` URLs are loaded through an
+/// `ImagePipeline` first, as `thumb` loads them (`DownloadFlags`: disk cache,
+/// retries, header fields), and their bytes are probed.
 enum InfoCommand {
     static let usage = """
         usage: vipsload info [--json] [--strict] [--max-pixels N] [--allow LIST]
-                             [--isolate optin|all|none] [--timeout S] [--worker-memory MB] INPUT...
+                             [-c DIR] [--cache-size MB] [-r N] [-H 'NAME: VALUE']...
+                             [--isolate optin|all|none] [--timeout S] [--worker-memory MB] INPUT...|-
                vipsload info --system [--json]
 
         Prints each image's size (after EXIF orientation), format, bands, alpha,
-        orientation and page count without decoding pixels. Folders are searched
-        recursively for images. Errors are reported on stderr, as
-        'vipsload info: INPUT: KIND: MESSAGE' (and as a JSON object with --json).
+        orientation and page count without decoding pixels. An input is a file, a
+        folder (searched recursively for images), an http(s) URL (downloaded as
+        'thumb' downloads it), or '-' for one image on standard input. Errors are
+        reported on stderr, as 'vipsload info: INPUT: KIND: MESSAGE' (and as a
+        JSON object with --json).
 
           --json             one JSON object per line on stdout
           --system           the CPUs and memory this process may use (affinity,
                              cgroup CPU quota and memory limit, memory pressure),
                              where each was read, and the defaults derived from them
+        \(DownloadFlags.help)
         \(DecoderFlags.help)
         \(IsolationFlags.help)
 
         Exit status: 0 when every input was read, 1 when any failed, 2 on usage errors.
         """
 
-    static func run(_ arguments: [String]) throws(ArgumentParser.UsageError) -> Int32 {
+    /// What probing one input needs.
+    private struct Prober {
+        let decoder: ImageDecoder
+        let isolation: IsolationFlags.Settings
+        let workers: WorkerPool?
+        /// Loads URLs (nil when no input is one).
+        let pipeline: ImagePipeline?
+        /// Whether to read an animation's timing (a decode) too.
+        let timing: Bool
+
+        typealias Probe = (info: ImageInfo, timing: (delays: [Int], loopCount: Int)?)
+
+        func probe(_ item: InputCollector.Item) async throws(VipsError) -> Probe {
+            switch item.location {
+            case .file(let path):
+                return try probe(.file(path), format: IsolationFlags.sniff(path: path))
+            case .standardInput:
+                let data = FileHandle.standardInput.readDataToEndOfFile()
+                return try probe(.data(data), format: ImageFormat.sniff(data.prefix(64)))
+            case .invalidURL:
+                throw VipsError(.invalidArgument, "not a valid URL")
+            case .url(let url):
+                let source = ImageSource.url(url)
+                guard let pipeline else { throw VipsError(.internal, "no pipeline for \(source)") }
+                let data = try await pipeline.data(for: ImageRequest(source: source))
+                switch data.input {
+                // A download's file is a temporary or cache file: messages name the URL instead.
+                case .file(let path):
+                    return try withExtendedLifetime(data) { () throws(VipsError) -> Probe in
+                        try probe(.file(path), format: IsolationFlags.sniff(path: path), name: source.description)
+                    }
+                case .data(let bytes):
+                    return try probe(
+                        .data(bytes), format: ImageFormat.sniff(bytes.prefix(64)), name: source.description)
+                }
+            }
+        }
+
+        /// A header probe in a worker when `isolation` takes `format` (the
+        /// animation timing, a decode, is left out there), else here. Messages
+        /// call the input `name` when given (a download's URL).
+        private func probe(_ input: ImageInput, format: ImageFormat?, name: String? = nil) throws(VipsError) -> Probe {
+            if let workers, isolation.isolates(format) {
+                switch input {
+                case .file(let path): return (try workers.info(path: path, name: name).get(), nil)
+                case .data(let data): return (try workers.info(path: nil, data: data, name: name).get(), nil)
+                }
+            }
+            var decoder = decoder
+            decoder.inputName = name
+            do throws(VipsError) {
+                return (try decoder.info(input), timing ? try decoder.animationTiming(input) : nil)
+            } catch {
+                throw name.map { error.decodeError(naming: $0) } ?? error
+            }
+        }
+    }
+
+    static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
-            valueOptions: DecoderFlags.valueOptions.union(IsolationFlags.valueOptions),
-            flagOptions: DecoderFlags.flagOptions.union(["json", "system"]))
+            valueOptions: DecoderFlags.valueOptions.union(IsolationFlags.valueOptions).union(
+                DownloadFlags.valueOptions),
+            flagOptions: DecoderFlags.flagOptions.union(["json", "system"]),
+            shortOptions: DownloadFlags.shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
         if parsed.flag("system") {
@@ -35,8 +104,14 @@ enum InfoCommand {
             if parsed.positional.isEmpty { return 0 }
         }
         guard !parsed.positional.isEmpty else { throw ArgumentParser.UsageError(description: "no INPUT given") }
-        let decoder = ImageDecoder(options: try DecoderFlags.options(parsed))
+        let decodeOptions = try DecoderFlags.options(parsed)
+        let downloads = try DownloadFlags.settings(parsed)
         let isolation = try IsolationFlags.settings(parsed)
+        let items = InputCollector.collect(parsed.positional, recognisingURLs: true).items
+        if items.contains(where: { if case .standardInput = $0.location { true } else { false } }), items.count > 1 {
+            throw ArgumentParser.UsageError(
+                description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
+        }
         // One worker: `info` reads its inputs one after another.
         let workers =
             isolation.scope == .none
@@ -45,21 +120,23 @@ enum InfoCommand {
                 capacity: 1, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
                 workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
         defer { workers?.shutdown() }
+        var pipeline: ImagePipeline?
+        if items.contains(where: { if case .url = $0.location { true } else { false } }) {
+            var configuration = ImagePipeline.Configuration(
+                decodeConcurrency: 1, memoryCache: nil, decodeOptions: decodeOptions)
+            DownloadFlags.apply(downloads, to: &configuration, command: "info")
+            pipeline = ImagePipeline(configuration: configuration)
+        }
         let json = parsed.flag("json")
+        let prober = Prober(
+            decoder: ImageDecoder(options: decodeOptions), isolation: isolation, workers: workers,
+            pipeline: pipeline, timing: json)
         var failed = false
-        for item in InputCollector.collect(parsed.positional) {
-            do {
-                let info: ImageInfo
-                let timing: (delays: [Int], loopCount: Int)?
-                if let workers, isolation.isolates(IsolationFlags.sniff(path: item.input)) {
-                    // A header probe in a worker; the animation timing (a decode) is left out.
-                    info = try workers.info(path: item.input).get()
-                    timing = nil
-                } else {
-                    info = try decoder.info(.file(item.input))
-                    timing = json ? try decoder.animationTiming(.file(item.input)) : nil
-                }
-                Terminal.out(json ? jsonLine(item.input, info, timing: timing) : textLine(item.input, info))
+        for item in items {
+            do throws(VipsError) {
+                let probe = try await prober.probe(item)
+                Terminal.out(
+                    json ? jsonLine(item.input, probe.info, timing: probe.timing) : textLine(item.input, probe.info))
             } catch {
                 failed = true
                 if json {

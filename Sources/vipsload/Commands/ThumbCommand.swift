@@ -26,11 +26,14 @@ enum ThumbCommand {
         Writes a thumbnail of each input (by default one that fits in 256×256 pixels,
         never enlarged) to DIR, named by the --name template. An input is a file, a folder (searched
         recursively for images), an http(s) URL, or '-' for one image on standard
-        input. Inputs are processed in parallel; a failed input is reported on
-        stderr and the rest carry on. A rerun skips outputs that are up to date.
+        input. In a folder, a file named like an image (.jpg, .png, ...) is an input
+        (one that is not an image fails), other files are skipped (-v lists them).
+        Inputs are processed in parallel; a failed input is reported on stderr and
+        the rest carry on. A rerun skips outputs that are up to date.
 
-          -o, --out DIR         output folder (default ./thumbnails); '-' writes the
-                                thumbnail of a single input to standard output
+          -o, --out DIR         output folder (default ./thumbnails, made at the first
+                                thumbnail written); '-' writes the thumbnail of a
+                                single input to standard output
           -n, --name TEMPLATE   output name without its extension (default '%d/%s'):
         \(OutputNamer.placeholderHelp)
                                 An output's name depends on its own input only. Two
@@ -38,16 +41,7 @@ enum ThumbCommand {
           -j, --jobs N          images decoded at once (default: the usable CPUs)
           -i, --input-list FILE also read inputs from FILE ('-' for standard input), one
                                 per line; blank lines and lines starting with # are skipped
-          -c, --cache-dir DIR   keep downloaded images in a disk cache in DIR (created when
-                                missing), and use what is there: fresh entries are not
-                                downloaded again, stale ones revalidated; several
-                                processes may share one
-              --cache-size MB   the disk cache's size limit (default 512)
-          -r, --retries N       retry a transient download failure (connection error,
-                                timeout, 429, 5xx) up to N times (default 2), with
-                                backoff, honouring Retry-After up to 30 s
-          -H, --header 'N: V'   send this header field with every URL request (repeatable;
-                                overrides a default field of the same name)
+        \(DownloadFlags.help)
           -F, --force           make every thumbnail again, even when up to date
                                 (by default an output newer than its source and made
                                 with the same options is skipped; a URL's output is
@@ -72,10 +66,10 @@ enum ThumbCommand {
         failed or clashed, 2 on usage errors.
         """
 
-    static let shortOptions: [Character: String] = [
+    static let shortOptions: [Character: String] = DownloadFlags.shortOptions.merging([
         "s": "size", "o": "out", "f": "format", "Q": "quality", "n": "name", "j": "jobs", "i": "input-list",
-        "c": "cache-dir", "r": "retries", "H": "header", "F": "force", "q": "quiet", "v": "verbose"
-    ]
+        "F": "force", "q": "quiet", "v": "verbose"
+    ]) { own, _ in own }
 
     /// What every job needs to make and write its thumbnail.
     private struct Settings: Sendable {
@@ -89,6 +83,87 @@ enum ThumbCommand {
         let fingerprint: String
     }
 
+    /// Every option of a run, checked.
+    private struct Options {
+        let settings: Settings
+        let downloads: DownloadFlags.Settings
+        let isolation: IsolationFlags.Settings
+        let namer: OutputNamer
+        let shard: Shard
+        let reporting: ThumbReporter.Options
+        let force: Bool
+        /// `--input-list`, if given.
+        let inputList: String?
+
+        init(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) {
+            guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
+                throw ArgumentParser.UsageError(description: "no INPUT given")
+            }
+            let processing = try ProcessingFlags.settings(parsed)
+            let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
+            downloads = try DownloadFlags.settings(parsed)
+            if parsed.flag("quiet"), parsed.flag("verbose") {
+                throw ArgumentParser.UsageError(description: "--quiet and --verbose cannot be used together")
+            }
+            let decodeOptions = try DecoderFlags.options(parsed)
+            isolation = try IsolationFlags.settings(parsed)
+            let toStandardOutput = parsed.value("out") == "-"
+            if toStandardOutput, parsed.flag("json") {
+                throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
+            }
+            namer = try OutputNamer(
+                template: parsed.value("name") ?? OutputNamer.defaultTemplate,
+                fileExtension: processing.format.fileExtension)
+            shard = try Self.shard(parsed)
+            inputList = parsed.value("input-list")
+            if inputList == "-", parsed.positional.contains("-") {
+                throw ArgumentParser.UsageError(
+                    description: "standard input cannot be both the input list and an image ('-')")
+            }
+            force = parsed.flag("force")
+            reporting = ThumbReporter.Options(
+                json: parsed.flag("json"), quiet: parsed.flag("quiet"), verbose: parsed.flag("verbose"),
+                progress: parsed.flag("progress"))
+            let fingerprint =
+                "\(processing.fingerprint) strict=\(decodeOptions.strict ? 1 : 0) "
+                + "max-pixels=\(decodeOptions.limits.maxPixelCount) "
+                + "allow=\(decodeOptions.allowedFormats.map(\.rawValue).sorted().joined(separator: ","))"
+            settings = Settings(
+                processing: processing,
+                outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
+                jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
+        }
+
+        /// `--shard K/N`, or the shard the environment assigns (with `--shard-count`), or all.
+        private static func shard(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Shard {
+            if let text = parsed.value("shard") {
+                if parsed.value("shard-count") != nil {
+                    throw ArgumentParser.UsageError(
+                        description: "--shard K/N already gives the count; drop --shard-count")
+                }
+                return try Shard.parse(text)
+            }
+            let count = try parsed.value("shard-count").map { _ throws(ArgumentParser.UsageError) in
+                try parsed.int("shard-count", default: 1, in: 1...1_000_000)
+            }
+            return try Shard.fromEnvironment(ProcessInfo.processInfo.environment, shardCount: count) ?? .all
+        }
+    }
+
+    /// The inputs of a run, once each, and the shard of them this process makes.
+    private struct Selection {
+        /// Every input (the same input named twice is processed once).
+        let items: [InputCollector.Item]
+        /// The inputs of this shard.
+        let selected: [InputCollector.Item]
+        /// Files found in folders that are not inputs.
+        let skipped: [(path: String, reason: String)]
+        /// Inputs that share an output name, over every input whatever the shard, so all shards agree.
+        let clashes: [OutputNamer.Clash]
+        /// Each clashing input's clash, by key.
+        let clashing: [String: OutputNamer.Clash]
+    }
+
     /// One thumbnail to make.
     private struct Job: Sendable {
         let item: InputCollector.Item
@@ -99,199 +174,157 @@ enum ThumbCommand {
         let source: ImageSource
     }
 
+    /// Where thumbnails go: a folder (written atomically, with a journal), or standard output.
+    private struct Destination: Sendable {
+        let writer: OutputWriter?
+        let journal: ThumbJournal?
+    }
+
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union(ProcessingFlags.valueOptions).union(
                 IsolationFlags.valueOptions
             )
-            .union([
-                "out", "jobs", "input-list", "cache-dir", "cache-size", "name", "retries", "shard", "shard-count",
-                "header"
-            ]),
+            .union(DownloadFlags.valueOptions)
+            .union(["out", "jobs", "input-list", "name", "shard", "shard-count"]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
                 .union(["force", "json", "progress", "quiet", "verbose"]),
             shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
-        guard !parsed.positional.isEmpty || parsed.value("input-list") != nil else {
-            throw ArgumentParser.UsageError(description: "no INPUT given")
+        let options = try Options(parsed)
+        guard let selection = try select(parsed.positional, options) else { return 1 }
+        let reporter = ThumbReporter(total: selection.selected.count, options: options.reporting)
+        for (path, reason) in selection.skipped { reporter.ignored(path, reason: reason) }
+        if options.reporting.verbose, options.shard.count > 1 {
+            Terminal.err(
+                "vipsload thumb: shard \(options.shard) (from \(options.shard.origin)): "
+                    + "\(selection.selected.count) of \(selection.items.count) inputs")
         }
-        let processing = try ProcessingFlags.settings(parsed)
-        let jobs = try parsed.int("jobs", default: SystemResources.current.usableCPUs, in: 1...256)
-        let retries = try parsed.int("retries", default: 2, in: 0...100)
-        let cacheMegabytes = try parsed.int("cache-size", default: 512, in: 1...1_048_576)
-        let headers = try headerFields(parsed.values("header"))
-        if parsed.value("cache-size") != nil, parsed.value("cache-dir") == nil {
-            throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
+        let destination: Destination
+        do throws(VipsError) {
+            destination = try makeDestination(options.settings)
+        } catch {
+            Terminal.err("vipsload thumb: \(error.message)")
+            return 1
         }
-        if parsed.flag("quiet"), parsed.flag("verbose") {
-            throw ArgumentParser.UsageError(description: "--quiet and --verbose cannot be used together")
+        let jobs = plan(selection, options, journal: destination.journal, reporter: reporter)
+        let pipeline = makePipeline(options)
+        let workers =
+            options.isolation.scope == .none
+            ? nil
+            : WorkerPool(
+                capacity: options.settings.jobs, timeoutSeconds: options.isolation.timeoutSeconds,
+                workerMemory: options.isolation.workerMemory,
+                workerArguments: workerArguments(parsed, workerMemory: options.isolation.workerMemory))
+        defer { workers?.shutdown() }
+        await makeEngine(pipeline, options, workers: workers).run(jobs.map(\.source)) {
+            [settings = options.settings] index, result, started in
+            finish(jobs[index], result, started: started, settings: settings, into: destination, reporter: reporter)
         }
-        let format = processing.format
-        let decodeOptions = try DecoderFlags.options(parsed)
-        let isolation = try IsolationFlags.settings(parsed)
-        let toStandardOutput = parsed.value("out") == "-"
-        if toStandardOutput, parsed.flag("json") {
-            throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
-        }
-        let namer = try OutputNamer(
-            template: parsed.value("name") ?? OutputNamer.defaultTemplate, fileExtension: format.fileExtension)
-        var shard = Shard.all
-        if let text = parsed.value("shard") {
-            if parsed.value("shard-count") != nil {
-                throw ArgumentParser.UsageError(description: "--shard K/N already gives the count; drop --shard-count")
-            }
-            shard = try Shard.parse(text)
-        } else {
-            let count = try parsed.value("shard-count").map { _ throws(ArgumentParser.UsageError) in
-                try parsed.int("shard-count", default: 1, in: 1...1_000_000)
-            }
-            shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment, shardCount: count) ?? .all
-        }
+        destination.writer?.finish()
+        reportClashes(selection.clashes, namer: options.namer)
+        reporter.finish(retries: pipeline.metrics.retries, shard: options.shard)
+        return reporter.counts.failed > 0 ? 1 : 0
+    }
 
-        let fingerprint =
-            "\(processing.fingerprint) strict=\(decodeOptions.strict ? 1 : 0) "
-            + "max-pixels=\(decodeOptions.limits.maxPixelCount) "
-            + "allow=\(decodeOptions.allowedFormats.map(\.rawValue).sorted().joined(separator: ","))"
-        let settings = Settings(
-            processing: processing,
-            outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
-            jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
-
-        // The inputs, once each (the same input named twice is processed once).
-        var inputs = parsed.positional
-        if let list = parsed.value("input-list") {
-            if list == "-", inputs.contains("-") {
-                throw ArgumentParser.UsageError(
-                    description: "standard input cannot be both the input list and an image ('-')")
-            }
+    /// The inputs named on the command line and in `--input-list`, collected
+    /// and sharded; nil (reported) when the input list cannot be read.
+    private static func select(
+        _ positional: [String], _ options: Options
+    ) throws(ArgumentParser.UsageError) -> Selection? {
+        var inputs = positional
+        if let list = options.inputList {
             do throws(VipsError) {
                 inputs += try InputCollector.readList(list)
             } catch {
                 Terminal.err("vipsload thumb: \(error.message)")
-                return 1
+                return nil
             }
         }
         var seen: Set<String> = []
-        let items = InputCollector.collect(inputs, recognisingURLs: true, skipping: settings.outputFolder)
-            .filter { seen.insert($0.key).inserted }
-        if items.contains(where: { if case .standardInput = $0.location { return true } else { return false } }),
-            items.count > 1
-        {
+        let collection = InputCollector.collect(
+            inputs, recognisingURLs: true, skipping: options.settings.outputFolder)
+        let items = collection.items.filter { seen.insert($0.key).inserted }
+        if items.contains(where: { if case .standardInput = $0.location { true } else { false } }), items.count > 1 {
             throw ArgumentParser.UsageError(
                 description: "'-' (an image on standard input) must be the only input; \(items.count) inputs given")
         }
-        if toStandardOutput, items.count != 1 {
+        if options.settings.outputFolder == nil, items.count != 1 {
             throw ArgumentParser.UsageError(
                 description:
                     "--out - writes the thumbnail of a single input to standard output; \(items.count) inputs given")
         }
+        let clashes = options.namer.clashes(
+            items.filter { if case .invalidURL = $0.location { false } else { true } })
+        return Selection(
+            items: items,
+            selected: items.filter {
+                if case .standardInput = $0.location { true } else { options.shard.contains($0.key) }
+            },
+            skipped: collection.skipped, clashes: clashes,
+            clashing: Dictionary(
+                clashes.flatMap { clash in clash.items.map { ($0.key, clash) } },
+                uniquingKeysWith: { first, _ in first }))
+    }
 
-        // Clashes are found over every input, whatever the shard, so all shards agree.
-        let clashes = namer.clashes(
-            items.filter { if case .invalidURL = $0.location { return false } else { return true } })
-        let clashing = Dictionary(
-            clashes.flatMap { clash in clash.items.map { ($0.key, clash) } }, uniquingKeysWith: { first, _ in first })
-        let selected = items.filter {
-            if case .standardInput = $0.location { return true } else { return shard.contains($0.key) }
-        }
-        if parsed.flag("verbose"), shard.count > 1 {
-            Terminal.err(
-                "vipsload thumb: shard \(shard) (from \(shard.origin)): \(selected.count) of \(items.count) inputs")
-        }
+    /// The output folder's writer and journal; neither for standard output.
+    private static func makeDestination(_ settings: Settings) throws(VipsError) -> Destination {
+        guard let folder = settings.outputFolder else { return Destination(writer: nil, journal: nil) }
+        return Destination(writer: try OutputWriter(folder: folder), journal: ThumbJournal(folder: folder))
+    }
 
-        let reporter = ThumbReporter(
-            total: selected.count,
-            options: ThumbReporter.Options(
-                json: parsed.flag("json"), quiet: parsed.flag("quiet"), verbose: parsed.flag("verbose"),
-                progress: parsed.flag("progress")))
-        let writer: OutputWriter?
-        let journal: ThumbJournal?
-        if let folder = settings.outputFolder {
-            do throws(VipsError) {
-                writer = try OutputWriter(folder: folder)
-            } catch {
-                Terminal.err("vipsload thumb: \(error.message)")
-                return 1
+    /// Encodes one input's result and writes it (folder or standard output), then reports it.
+    private static func finish(
+        _ job: Job, _ result: Result<ThumbEngine.Output, VipsError>, started: UInt64, settings: Settings,
+        into destination: Destination, reporter: ThumbReporter
+    ) {
+        let processing = settings.processing
+        do throws(VipsError) {
+            let width: Int, height: Int, data: Data
+            switch try result.get() {
+            case .still(let bitmap):
+                (width, height) = (bitmap.width, bitmap.height)
+                data = try ImageEncoder().encode(
+                    bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
+                    background: processing.background
+                ).data
+            case .animation(let animation):
+                (width, height) = (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0)
+                data = try ImageEncoder().encode(animation, as: processing.format).data
             }
-            journal = ThumbJournal(folder: folder)
-        } else {
-            writer = nil
-            journal = nil
-        }
-
-        let runJobs = plan(
-            selected, namer: namer, clashing: clashing, settings: settings, journal: journal,
-            force: parsed.flag("force"), reporter: reporter)
-
-        let pipeline = makePipeline(
-            settings, retries: retries, headers: headers, timeoutSeconds: isolation.timeoutSeconds,
-            cache: parsed.value("cache-dir").map { (folder: $0, sizeLimit: cacheMegabytes * 1_048_576) })
-        var engine = ThumbEngine(pipeline: pipeline, animated: processing.animated, window: settings.jobs * 2 + 8) {
-            source in
-            ImageRequest(
-                source: source, size: processing.size, mode: processing.mode,
-                options: processing.keepMetadata ? [.keepMetadata] : [])
-        }
-        let workers =
-            isolation.scope == .none
-            ? nil
-            : WorkerPool(
-                capacity: settings.jobs, timeoutSeconds: isolation.timeoutSeconds, workerMemory: isolation.workerMemory,
-                workerArguments: workerArguments(parsed, workerMemory: isolation.workerMemory))
-        defer { workers?.shutdown() }
-        if let workers {
-            engine.isolation = ThumbEngine.Isolation(workers: workers) { isolation.isolates($0) }
-        }
-        let jobList = runJobs
-        await engine.run(jobList.map(\.source)) { index, result, started in
-            let job = jobList[index]
-            do throws(VipsError) {
-                let width: Int, height: Int, data: Data
-                switch try result.get() {
-                case .still(let bitmap):
-                    (width, height) = (bitmap.width, bitmap.height)
-                    data = try ImageEncoder().encode(
-                        bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
-                        background: processing.background
-                    ).data
-                case .animation(let animation):
-                    (width, height) = (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0)
-                    data = try ImageEncoder().encode(animation, as: processing.format).data
+            if let writer = destination.writer {
+                let info = try writer.write(data, to: job.output)
+                if !job.identity.isEmpty {
+                    destination.journal?.record(
+                        output: job.output, options: settings.fingerprint, input: job.identity, info: info)
                 }
-                if let writer {
-                    let info = try writer.write(data, to: job.output)
-                    if !job.identity.isEmpty {
-                        journal?.record(
-                            output: job.output, options: settings.fingerprint, input: job.identity, info: info)
-                    }
-                } else {
-                    do {
-                        try FileHandle.standardOutput.write(contentsOf: data)
-                    } catch {
-                        throw VipsError(.io, "cannot write to standard output: \(error.localizedDescription)")
-                    }
+            } else {
+                do {
+                    try FileHandle.standardOutput.write(contentsOf: data)
+                } catch {
+                    throw VipsError(.io, "cannot write to standard output: \(error.localizedDescription)")
                 }
-                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-                reporter.written(
-                    job.item.input, output: job.output, width: width, height: height,
-                    bytes: data.count, milliseconds: milliseconds)
-            } catch {
-                reporter.failed(job.item.input, error)
             }
+            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+            reporter.written(
+                job.item.input, output: job.output, width: width, height: height,
+                bytes: data.count, milliseconds: milliseconds)
+        } catch {
+            reporter.failed(job.item.input, error)
         }
-        writer?.finish()
-        if !clashes.isEmpty {
-            let names = clashes.count == 1 ? "1 output name" : "\(clashes.count) output names"
-            var advice =
-                "vipsload thumb: \(clashes.reduce(0) { $0 + $1.items.count }) inputs clash on \(names); none of them was written"
-            if let suggestion = namer.suggestion(for: clashes) {
-                advice += ". Separate them with --name '\(suggestion)'"
-            }
-            Terminal.err(advice)
+    }
+
+    /// After the run: how many inputs clashed, and a template that separates them.
+    private static func reportClashes(_ clashes: [OutputNamer.Clash], namer: OutputNamer) {
+        guard !clashes.isEmpty else { return }
+        let names = clashes.count == 1 ? "1 output name" : "\(clashes.count) output names"
+        var advice =
+            "vipsload thumb: \(clashes.reduce(0) { $0 + $1.items.count }) inputs clash on \(names); none of them was written"
+        if let suggestion = namer.suggestion(for: clashes) {
+            advice += ". Separate them with --name '\(suggestion)'"
         }
-        reporter.finish(retries: pipeline.metrics.retries, shard: shard)
-        return reporter.counts.failed > 0 ? 1 : 0
+        Terminal.err(advice)
     }
 
     /// The worker's options: the decoder and geometry flags as given, and its memory cap.
@@ -304,16 +337,16 @@ enum ThumbCommand {
         return arguments
     }
 
-    /// The jobs to run for `selected`: clashing and invalid inputs are reported
-    /// as failed, up-to-date outputs as skipped (unless `force`).
+    /// The jobs to run for the selected inputs: clashing and invalid inputs
+    /// are reported as failed, up-to-date outputs as skipped (unless `--force`).
     private static func plan(
-        _ selected: [InputCollector.Item], namer: OutputNamer, clashing: [String: OutputNamer.Clash],
-        settings: Settings, journal: ThumbJournal?, force: Bool, reporter: ThumbReporter
+        _ selection: Selection, _ options: Options, journal: ThumbJournal?, reporter: ThumbReporter
     ) -> [Job] {
+        let settings = options.settings
         var runJobs: [Job] = []
-        for item in selected {
-            let output = settings.outputFolder == nil ? "-" : namer.name(for: item)
-            if let clash = clashing[item.key] {
+        for item in selection.selected {
+            let output = settings.outputFolder == nil ? "-" : options.namer.name(for: item)
+            if let clash = selection.clashing[item.key] {
                 let others = clash.items.filter { $0.key != item.key }.map(\.input).joined(separator: ", ")
                 reporter.failed(
                     item.input, kind: "nameClash",
@@ -342,7 +375,7 @@ enum ThumbCommand {
                     identity += ":\(info.st_size):\(sourceModified ?? 0)"
                 }
             }
-            if !force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
+            if !options.force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
                 journal.isUpToDate(
                     output: output, in: folder, options: settings.fingerprint, input: identity,
                     sourceModified: sourceModified)
@@ -356,49 +389,32 @@ enum ThumbCommand {
     }
 
     /// The pipeline for every input: no memory cache (each image is needed
-    /// once), `--retries`, the disk cache in `cache.folder` when given and usable.
-    private static func makePipeline(
-        _ settings: Settings, retries: Int, headers: [String: String], timeoutSeconds: Int,
-        cache: (folder: String, sizeLimit: Int)?
-    ) -> ImagePipeline {
+    /// once), `--jobs` decodes at once, `--timeout`, and the download flags.
+    private static func makePipeline(_ options: Options) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(
-            decodeConcurrency: settings.jobs, memoryCache: nil,
-            decodeOptions: settings.decodeOptions)
+            decodeConcurrency: options.settings.jobs, memoryCache: nil,
+            decodeOptions: options.settings.decodeOptions)
         // --timeout (at least 1, checked when parsed): a decode in this process is stopped cooperatively.
-        try? configuration.setDecodeTimeLimit(.seconds(timeoutSeconds))
-        configuration.http.retryPolicy = HTTPRetryPolicy(maxRetries: retries)
-        configuration.http.headers.merge(headers) { _, given in given }
-        if let cache {
-            do throws(VipsError) {
-                configuration.dataCache = try DiskCache(
-                    directory: URL(fileURLWithPath: cache.folder), sizeLimit: cache.sizeLimit)
-            } catch {
-                // The images can still be downloaded: say so and carry on uncached.
-                Terminal.err("vipsload thumb: not caching downloads: \(error.message)")
-            }
-        }
+        try? configuration.setDecodeTimeLimit(.seconds(options.isolation.timeoutSeconds))
+        DownloadFlags.apply(options.downloads, to: &configuration, command: "thumb")
         return ImagePipeline(configuration: configuration)
     }
 
-    /// `--header 'Name: value'` fields; a name must be an HTTP token and the
-    /// value one line.
-    static func headerFields(_ given: [String]) throws(ArgumentParser.UsageError) -> [String: String] {
-        var fields: [String: String] = [:]
-        let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-        for field in given {
-            guard let colon = field.firstIndex(of: ":") else {
-                throw ArgumentParser.UsageError(description: "--header takes 'Name: value', not '\(field)'")
-            }
-            let name = field[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = field[field.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, name.allSatisfy(token.contains) else {
-                throw ArgumentParser.UsageError(description: "--header: '\(name)' is not a valid header name")
-            }
-            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
-                throw ArgumentParser.UsageError(description: "--header: the value of \(name) must be one line")
-            }
-            fields[name] = value
+    /// The engine that loads every job's source: the request each gets
+    /// (size, mode, metadata), and the workers that take the isolated ones.
+    private static func makeEngine(_ pipeline: ImagePipeline, _ options: Options, workers: WorkerPool?) -> ThumbEngine {
+        let processing = options.settings.processing
+        var engine = ThumbEngine(
+            pipeline: pipeline, animated: processing.animated, window: options.settings.jobs * 2 + 8
+        ) { source in
+            ImageRequest(
+                source: source, size: processing.size, mode: processing.mode,
+                options: processing.keepMetadata ? [.keepMetadata] : [])
         }
-        return fields
+        if let workers {
+            let isolation = options.isolation
+            engine.isolation = ThumbEngine.Isolation(workers: workers) { isolation.isolates($0) }
+        }
+        return engine
     }
 }

@@ -12,7 +12,7 @@ import VipsCore
 /// Test-only: with `VIPSLOAD_WORKER_TEST_FAULTS=1` in the environment, an
 /// input whose path contains `__crash-SIGSEGV__` (or another signal name),
 /// `__hang__` or `__balloon__` makes the worker die by that signal, spin
-/// for ever, or allocate memory without end. The tests of the isolation use
+/// for ever (saying so on stderr first), or allocate memory without end. The tests of the isolation use
 /// it; nothing else sets it.
 enum DecodeWorker {
     static let command = "__decode-worker"
@@ -131,6 +131,8 @@ enum DecodeWorker {
             raise(number)
         }
         if name.contains("__hang__") {
+            // Said on stderr (the parent's), so a test can wait for the hang instead of polling for it.
+            Terminal.err("vipsload \(command): hanging on \(name) (test fault)")
             while true { sleep(1) }
         }
         if name.contains("__balloon__") {

@@ -100,9 +100,12 @@ final class WorkerPool: Sendable {
         return .animation(try AnimatedBitmap(frames: frames, delays: delays, loopCount: reply.loopCount))
     }
 
-    /// Probes the header of the file at `path`.
-    func info(path: String) -> Result<ImageInfo, VipsError> {
-        request(WorkerProtocol.Request(operation: "info", path: path), body: Data()).map { reply, _ in reply.info }
+    /// Probes the header of the file at `path` (or of `data`); messages call
+    /// the input `name` when given (a download's URL).
+    func info(path: String?, data: Data = Data(), name: String? = nil) -> Result<ImageInfo, VipsError> {
+        request(WorkerProtocol.Request(operation: "info", path: path, name: name), body: data).map { reply, _ in
+            reply.info
+        }
     }
 
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

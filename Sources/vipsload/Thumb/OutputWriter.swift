@@ -4,6 +4,8 @@ import VipsCore
 /// Writes thumbnails atomically into one output folder: each is written to a
 /// temporary file in the folder's `.vipsload-tmp`, then renamed into place,
 /// so a killed run never leaves a partial thumbnail under a final name.
+/// The folders are made at the first write, so a run that writes nothing
+/// (every input failed) leaves no empty output folder behind.
 ///
 /// A temporary file is named after its host and process
 /// (`<host>.<pid>.<n>.tmp`). The writer removes its own at `finish()`; a later
@@ -22,20 +24,40 @@ final class OutputWriter: Sendable {
     private let temporaryFolder: URL
     private let prefix: String
     private let counter = LockedState(0)
+    /// Whether the folders were made, or why they could not be (nil: not tried yet).
+    private let made = LockedState<Result<Void, VipsError>?>(nil)
 
-    /// Creates `folder` (and its temporary folder) and sweeps leftovers of dead processes.
+    /// A writer into `folder`, which is made at the first write. Refuses a
+    /// path that exists and is not a folder; sweeps the leftovers of dead
+    /// processes when the folder exists already.
     init(folder: URL) throws(VipsError) {
         self.folder = folder
         temporaryFolder = folder.appendingPathComponent(Self.temporaryFolderName, isDirectory: true)
         prefix = "\(Self.hostName).\(getpid())."
-        do {
-            try FileManager.default.createDirectory(at: temporaryFolder, withIntermediateDirectories: true)
-        } catch {
-            throw VipsError(.io, "cannot create \(folder.path): \(error.localizedDescription)")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw VipsError(.io, "cannot write thumbnails into \(folder.path): it is not a folder")
         }
         sweep()
         let entry = (temporaryFolder.path, prefix)
         Self.live.withLock { $0.append(entry) }
+    }
+
+    /// Makes the output folder and its temporary folder, once; every later call gets the first one's result.
+    private func makeFolders() throws(VipsError) {
+        let result = made.withLock { made -> Result<Void, VipsError> in
+            if let made { return made }
+            let result: Result<Void, VipsError>
+            do {
+                try FileManager.default.createDirectory(at: temporaryFolder, withIntermediateDirectories: true)
+                result = .success(())
+            } catch {
+                result = .failure(VipsError(.io, "cannot create \(folder.path): \(error.localizedDescription)"))
+            }
+            made = result
+            return result
+        }
+        try result.get()
     }
 
     /// The temporary folders and file-name prefixes of this process's writers.
@@ -56,6 +78,7 @@ final class OutputWriter: Sendable {
     /// Writes `data` to `relativePath` inside the folder, atomically; returns the final file's status.
     @discardableResult
     func write(_ data: Data, to relativePath: String) throws(VipsError) -> stat {
+        try makeFolders()
         let final = folder.appendingPathComponent(relativePath)
         let number = counter.withLock { count -> Int in
             count += 1

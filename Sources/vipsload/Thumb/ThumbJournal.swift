@@ -1,4 +1,5 @@
 import Foundation
+import VipsCore
 
 /// What earlier runs wrote into an output folder, so a rerun skips outputs
 /// that are up to date: `<out>/.vipsload-journal`, one line appended per
@@ -10,7 +11,9 @@ import Foundation
 /// options, and, for a file input, it is not older than the file. A line is
 /// appended after the rename, with one `write(2)` on an `O_APPEND` descriptor,
 /// so several processes can share a folder and a killed run loses at most the
-/// record of the thumbnails it was finishing (they are made again).
+/// record of the thumbnails it was finishing (they are made again). The file
+/// is opened at the first record, after the first thumbnail was written (so
+/// the folder exists).
 final class ThumbJournal: Sendable {
     static let fileName = ".vipsload-journal"
 
@@ -22,11 +25,13 @@ final class ThumbJournal: Sendable {
     }
 
     private let records: [String: Record]
-    private let descriptor: Int32
+    private let path: String
+    /// The journal opened for appending (-1: it could not be), once the first record is made.
+    private let descriptor = LockedState<Int32?>(nil)
 
-    /// Reads the journal in `folder` (an unreadable or missing one is empty) and opens it for appending.
+    /// Reads the journal in `folder` (an unreadable or missing one is empty).
     init(folder: URL) {
-        let path = folder.appendingPathComponent(Self.fileName).path
+        path = folder.appendingPathComponent(Self.fileName).path
         var records: [String: Record] = [:]
         if let data = FileManager.default.contents(atPath: path) {
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
@@ -38,11 +43,10 @@ final class ThumbJournal: Sendable {
             }
         }
         self.records = records
-        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        if let descriptor = descriptor.withLock({ $0 }), descriptor >= 0 { close(descriptor) }
     }
 
     /// Whether `output` (relative to the folder) is up to date for `input` made with `options`.
@@ -60,6 +64,12 @@ final class ThumbJournal: Sendable {
 
     /// Records that `output` was written from `input` with `options`; `info` is the written file's status.
     func record(output: String, options: String, input: String, info: stat) {
+        let descriptor = self.descriptor.withLock { descriptor -> Int32 in
+            if let descriptor { return descriptor }
+            let opened = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            descriptor = opened
+            return opened
+        }
         guard descriptor >= 0 else { return }
         let line = "v1\t\(output)\t\(options)\t\(input)\t\(info.st_size)\t\(Self.nanoseconds(info.st_mtim))\n"
         let bytes = Array(line.utf8)

@@ -81,6 +81,12 @@ final class ThumbReporter: Sendable {
         count { $0.skipped += 1 }
     }
 
+    /// A file found in a folder that is not an input (`InputCollector`): a
+    /// line with `--verbose`, nothing otherwise; not counted.
+    func ignored(_ path: String, reason: String) {
+        if options.verbose, !options.quiet { line("vipsload thumb: \(path): skipped: \(reason)") }
+    }
+
     func failed(_ input: String, kind: String, message: String) {
         if options.json {
             Terminal.out(
