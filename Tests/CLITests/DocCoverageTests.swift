@@ -58,6 +58,13 @@ final class DocCoverageTests: XCTestCase {
         return nil
     }
 
+    /// The folders at the package's root that hold a module map: the system-library targets.
+    private static func systemLibraryFolders() throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(at: packageRoot, includingPropertiesForKeys: nil)
+            .filter { FileManager.default.fileExists(atPath: $0.appendingPathComponent("module.modulemap").path) }
+            .sorted { $0.path < $1.path }
+    }
+
     private static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
@@ -81,13 +88,10 @@ final class DocCoverageTests: XCTestCase {
         let output = try CLIHarness.temporaryFolder(for: self)
         var all: [Declaration] = []
         for module in Self.modules {
-            var arguments = [
-                "-module-name", module, "-I", modules.path, "-I",
-                Self.packageRoot.appendingPathComponent("CVipsShim").path,
-                "-I", Self.packageRoot.appendingPathComponent("CTurboJPEG").path,
-                "-I", Self.packageRoot.appendingPathComponent("CWebP").path,
-                "-I", Self.packageRoot.appendingPathComponent("CSPNG").path,
-                "-I", Self.packageRoot.appendingPathComponent("CXXHash").path,
+            var arguments = ["-module-name", module, "-I", modules.path]
+            // Every system-library target's folder (its module map), however many the package has.
+            for folder in try Self.systemLibraryFolders() { arguments += ["-I", folder.path] }
+            arguments += [
                 "-target", "x86_64-unknown-linux-gnu", "-minimum-access-level", "public", "-output-dir", output.path
             ]
             #if arch(arm64)

@@ -16,49 +16,21 @@ final class DirectPNGTests: XCTestCase {
 
     /// Every kind of PNG the direct path takes, as (label, bytes).
     func directKinds(width: Int = 300, height: Int = 200, seed: Int = 1) throws -> [(String, Data)] {
+        let formats: [(String, ImageSynthesizer.Format)] = [
+            ("RGB", .png()), ("grey", .png(grey: true)), ("16-bit RGB", .png(sixteenBit: true)),
+            ("16-bit grey", .png(sixteenBit: true, grey: true)), ("palette", .png(palette: true)),
+            ("interlaced", .png(interlaced: true))
+        ]
         var kinds: [(String, Data)] = []
         for alpha in [false, true] {
-            let suffix = alpha ? " + alpha" : ""
-            kinds.append(
-                (
-                    "RGB\(suffix)",
-                    try ImageSynthesizer.data(width: width, height: height, seed: seed, alpha: alpha, format: .png())
-                ))
-            kinds.append(
-                (
-                    "grey\(suffix)",
-                    try ImageSynthesizer.data(
-                        width: width, height: height, seed: seed, alpha: alpha,
-                        format: .png(grey: true))
-                ))
-            kinds.append(
-                (
-                    "16-bit RGB\(suffix)",
-                    try ImageSynthesizer.data(
-                        width: width, height: height, seed: seed, alpha: alpha,
-                        format: .png(sixteenBit: true))
-                ))
-            kinds.append(
-                (
-                    "16-bit grey\(suffix)",
-                    try ImageSynthesizer.data(
-                        width: width, height: height, seed: seed, alpha: alpha,
-                        format: .png(sixteenBit: true, grey: true))
-                ))
-            kinds.append(
-                (
-                    "palette\(suffix)",
-                    try ImageSynthesizer.data(
-                        width: width, height: height, seed: seed, alpha: alpha,
-                        format: .png(palette: true))
-                ))
-            kinds.append(
-                (
-                    "interlaced\(suffix)",
-                    try ImageSynthesizer.data(
-                        width: width, height: height, seed: seed, alpha: alpha,
-                        format: .png(interlaced: true))
-                ))
+            for (name, format) in formats {
+                kinds.append(
+                    (
+                        name + (alpha ? " + alpha" : ""),
+                        try ImageSynthesizer.data(
+                            width: width, height: height, seed: seed, alpha: alpha, format: format)
+                    ))
+            }
         }
         return kinds
     }
