@@ -29,11 +29,15 @@ enum EXIFOrientation {
             let prefixed = Array("Exif".utf8) + [0, 0] + Array(block)
             prefixed.withUnsafeBufferPointer { exif_data_load_data(exif, $0.baseAddress, UInt32($0.count)) }
         }
-        // As libvips does before it reads any tag: entries of the wrong format become SHORT, and so on.
-        exif_data_fix(exif)
         guard let ifd0 = exif.pointee.ifd.0, let entry = exif_content_get_entry(ifd0, EXIF_TAG_ORIENTATION) else {
             return nil
         }
+        // libvips runs exif_data_fix before it reads a tag. Of what that does, only the fix of this
+        // entry itself (an entry of the wrong format becomes SHORT) reaches the orientation: adding
+        // missing mandatory entries and dropping ones an IFD may not hold leaves an IFD0
+        // orientation entry as it is (it is optional there for every data type). So only this
+        // entry is fixed: the whole-block fix was four fifths of the cost of this read.
+        exif_entry_fix(entry)
         let value = leadingInteger(of: entry.pointee, order: exif_data_get_byte_order(exif))
         return (1...8).contains(value) ? value : 1
     }
