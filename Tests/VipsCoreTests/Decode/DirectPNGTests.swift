@@ -103,7 +103,7 @@ final class DirectPNGTests: XCTestCase {
                     guard direct.width == viaLibvips.width, direct.height == viaLibvips.height,
                         direct.channels == viaLibvips.channels
                     else { continue }
-                    let (mean, maximum) = difference(direct, viaLibvips)
+                    let (mean, maximum) = pixelDifference(direct, viaLibvips)
                     XCTAssertLessThanOrEqual(mean, 1.0, "\(what): mean")
                     XCTAssertLessThanOrEqual(maximum, 16, "\(what): max")
                 }
@@ -120,7 +120,7 @@ final class DirectPNGTests: XCTestCase {
             XCTAssertEqual(
                 [direct.width, direct.height, direct.channels],
                 [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
-            let (mean, maximum) = difference(direct, viaLibvips)
+            let (mean, maximum) = pixelDifference(direct, viaLibvips)
             XCTAssertLessThanOrEqual(mean, 1.0, "alpha \(alpha)")
             XCTAssertLessThanOrEqual(maximum, 16, "alpha \(alpha)")
         }
@@ -150,7 +150,7 @@ final class DirectPNGTests: XCTestCase {
                     [direct.width, direct.height, direct.channels],
                     [viaLibvips.width, viaLibvips.height, viaLibvips.channels])
                 guard direct.bytes.count == viaLibvips.bytes.count else { continue }
-                let (mean, maximum) = difference(direct, viaLibvips)
+                let (mean, maximum) = pixelDifference(direct, viaLibvips)
                 XCTAssertLessThanOrEqual(mean, 1.0, "\(label) \(size)")
                 XCTAssertLessThanOrEqual(maximum, 16, "\(label) \(size)")
             }
@@ -195,7 +195,7 @@ final class DirectPNGTests: XCTestCase {
                 direct.bytes, try fast.decode(.data(plain), size: .maxPixelSize(100)).bytes,
                 "pixels as without the chunk")
             XCTAssertLessThanOrEqual(
-                difference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
+                pixelDifference(direct, try libvipsFast.decode(.data(data), size: .maxPixelSize(100))).mean, 1.0)
         }
     }
 
@@ -303,17 +303,6 @@ final class DirectPNGTests: XCTestCase {
     }
 
     // MARK: - Helpers
-
-    func difference(_ a: Bitmap, _ b: Bitmap) -> (mean: Double, max: Int) {
-        let x = a.bytes, y = b.bytes
-        var total = 0, maximum = 0
-        for index in x.indices {
-            let d = abs(Int(x[index]) - Int(y[index]))
-            total += d
-            maximum = max(maximum, d)
-        }
-        return (Double(total) / Double(max(1, x.count)), maximum)
-    }
 
     /// The chunks before the image data, as the direct codec reads them (nil when it cannot).
     static func chunks(of data: Data) throws -> PNGHeader? {

@@ -50,3 +50,20 @@ func assertRouteHolds(
     }
     return route
 }
+
+/// Asserts that a lenient `decoder` decodes `input` (metadata the codecs pass
+/// over) to a 3-channel bitmap within `side` × `side`, and that a strict one
+/// either does too or fails with a typed input error.
+func assertThumbnailOrStrictFailure(
+    _ decoder: ImageDecoder, _ input: ImageInput, side: Int, _ label: String,
+    file: StaticString = #filePath, line: UInt = #line
+) {
+    do {
+        let bitmap = try decoder.decode(input, size: .maxPixelSize(side))
+        XCTAssertTrue(
+            bitmap.width <= side && bitmap.height <= side && bitmap.channels == 3, label, file: file, line: line)
+    } catch {
+        HostileFiles.assertTyped(error, label, file: file, line: line)
+        XCTAssertTrue(decoder.options.strict, "\(label): lenient decodes these: \(error)", file: file, line: line)
+    }
+}
