@@ -27,7 +27,7 @@ struct PrometheusText {
     }
 
     /// Whole numbers without a fraction, others as Swift prints a Double.
-    private static func format(_ value: Double) -> String {
+    static func format(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
         return String(value)
     }

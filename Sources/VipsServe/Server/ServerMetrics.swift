@@ -75,7 +75,7 @@ final class ServerMetrics: Sendable {
         var buckets: [(String, Double)] = []
         for (index, bound) in Self.durationBuckets.enumerated() {
             cumulative += counts.durationCounts[index]
-            buckets.append(("le=\"\(bound)\"", Double(cumulative)))
+            buckets.append(("le=\"\(PrometheusText.format(bound))\"", Double(cumulative)))
         }
         cumulative += counts.durationCounts[Self.durationBuckets.count]
         buckets.append(("le=\"+Inf\"", Double(cumulative)))
