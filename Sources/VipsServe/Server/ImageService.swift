@@ -21,7 +21,8 @@ final class ImageService: HTTPHandler {
     private let draining = Atomic<Bool>(false)
     /// The HTTP layer's request and connection counts, for `/metrics` (set once it runs).
     private let httpGauges = LockedState<(@Sendable () -> (requests: Int, connections: Int))?>(nil)
-    /// Blocking file reads the image path needs (sniffing a source for isolation).
+    /// Blocking work the image path needs off the cooperative pool: sniffing
+    /// a source for isolation, processors after an isolated decode.
     let files = DispatchQueue(label: "vipsload-serve-files", qos: .userInitiated, attributes: .concurrent)
 
     /// Answers made once and sent again and again.
@@ -207,10 +208,91 @@ final class ImageService: HTTPHandler {
     private func encode(_ job: RenderJob) async throws(VipsError) -> EncodedImage {
         var request = job.request
         if job.keepsMetadata { request.options.insert(.keepMetadata) }
-        let bitmap = try await pipeline.image(for: request)
+        let bitmap: Bitmap
+        if let isolation = configuration.isolation {
+            bitmap = try await image(for: request, isolation: isolation)
+        } else {
+            bitmap = try await pipeline.image(for: request)
+        }
         return try await pipeline.encode(
             bitmap, as: job.encoding.format(for: bitmap), keepingMetadata: job.keepsMetadata,
             background: job.background, priority: request.priority, label: request.source.description)
+    }
+
+    // MARK: - Isolation
+
+    /// With an isolated decode step, the source's first bytes decide where
+    /// it is decoded: a local file's are read here, a remote source is
+    /// downloaded through the pipeline first (data cache, shared loads), and
+    /// decoded in this process from those same bytes when it stays here.
+    private func image(for request: ImageRequest, isolation: any IsolatedDecoding) async throws(VipsError) -> Bitmap {
+        if let path = request.source.filePath {
+            guard isolation.isolates(await sniff(.file(path))) else { return try await pipeline.image(for: request) }
+            return try await isolatedImage(.file(path), request, isolation)
+        }
+        if case .data(let bytes, _) = request.source.location {
+            guard isolation.isolates(ImageFormat.sniff(bytes.prefix(64))) else {
+                return try await pipeline.image(for: request)
+            }
+            return try await isolatedImage(.data(bytes), request, isolation)
+        }
+        let data = try await pipeline.data(for: request)
+        defer { withExtendedLifetime(data) {} }
+        if isolation.isolates(await sniff(data.input)) {
+            return try await isolatedImage(data.input, request, isolation)
+        }
+        var local = request
+        switch data.input {
+        case .file(let path):
+            // A download's file: its bitmap is not worth keeping under that name.
+            local.source = .file(path)
+            local.options.insert(.disableMemoryCacheWrites)
+        case .data(let bytes):
+            local.source = .data(bytes, identifier: request.source.key)
+        }
+        return try await pipeline.image(for: local)
+    }
+
+    /// An isolated decode, then the request's processors (on a queue of
+    /// their own, not Swift's cooperative pool).
+    private func isolatedImage(
+        _ input: ImageInput, _ request: ImageRequest, _ isolation: any IsolatedDecoding
+    ) async throws(VipsError) -> Bitmap {
+        let decoded = try await isolation.decode(input, for: request).get()
+        guard !request.processors.isEmpty else { return decoded }
+        let processors = request.processors
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Bitmap, VipsError>, Never>) in
+            files.async {
+                continuation.resume(
+                    returning: Result { () throws(VipsError) -> Bitmap in
+                        var bitmap = decoded
+                        for processor in processors {
+                            try processor.validate()
+                            bitmap = try processor.process(bitmap)
+                        }
+                        return bitmap
+                    })
+            }
+        }
+        return try result.get()
+    }
+
+    /// The format the first bytes of `input` name (a file's read on the files queue).
+    private func sniff(_ input: ImageInput) async -> ImageFormat? {
+        switch input {
+        case .data(let bytes):
+            return ImageFormat.sniff(bytes.prefix(64))
+        case .file(let path):
+            return await withCheckedContinuation { continuation in
+                files.async {
+                    let handle = FileHandle(forReadingAtPath: path)
+                    let prefix = (try? handle?.read(upToCount: 64)) ?? nil
+                    try? handle?.close()
+                    continuation.resume(returning: prefix.flatMap { ImageFormat.sniff($0) })
+                }
+            }
+        }
     }
 
     /// The job an image URL asks for, or the status refusing it.

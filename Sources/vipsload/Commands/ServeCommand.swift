@@ -111,6 +111,17 @@ enum ServeCommand {
         } else if parsed.value("cache-size") != nil {
             throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
         }
+        // Isolation matters only for formats a worker would take: with --isolate optin
+        // and no opt-in format allowed, nothing would go to one, so none is started.
+        let optInAllowed = !options.pipeline.decodeOptions.allowedFormats.isSubset(of: ImageFormat.defaultAllowed)
+        let isolating = options.isolation.scope == .all || (options.isolation.scope == .optIn && optInAllowed)
+        let workers =
+            isolating
+            ? WorkerPool(
+                capacity: options.pipeline.decodeConcurrency, timeoutSeconds: options.isolation.timeoutSeconds,
+                workerMemory: options.isolation.workerMemory, workerArguments: options.workerArguments) : nil
+        defer { workers?.shutdown() }
+        if let workers { options.server.isolation = WorkerDecoding(workers: workers, settings: options.isolation) }
         let pipeline = ImagePipeline(configuration: options.pipeline)
         let signals = ServeSignals()
         let server: ImageServer
@@ -125,6 +136,7 @@ enum ServeCommand {
         let signal = await signals.next()
         log.event("\(signal == SIGINT ? "interrupted" : "terminated"); draining (a second signal exits at once)")
         await server.shutdown()
+        workers?.shutdown()
         TemporaryDownloads.removeAll()
         log.flush()
         return 0
