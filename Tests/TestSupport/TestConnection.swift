@@ -9,25 +9,25 @@ import Foundation
 /// connection (keep-alive), raw bytes, hanging up mid-request, and telling
 /// whether the server closed the connection. Reads time out after 30 s, so a
 /// server that never answers fails the test instead of hanging it.
-final class TestConnection {
+public final class TestConnection {
     /// A response as read: status, header fields (names lowercased), body.
-    struct Response {
-        var status: Int
-        var headers: [String: String]
-        var body: Data
-        func header(_ name: String) -> String? { headers[name.lowercased()] }
-        var text: String { String(decoding: body, as: UTF8.self) }
+    public struct Response {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data
+        public func header(_ name: String) -> String? { headers[name.lowercased()] }
+        public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private let fd: Int32
     private var open = true
     private var buffer = Data()
 
-    init(port: UInt16) throws {
+    public init(port: UInt16) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
@@ -51,14 +51,14 @@ final class TestConnection {
     deinit { if open { Glibc.close(fd) } }
 
     /// Sends `bytes` as they are.
-    func send(_ bytes: String) throws {
+    public func send(_ bytes: String) throws {
         let data = Data(bytes.utf8)
         let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == data.count else { throw Failure(description: "send: \(sent) of \(data.count) bytes") }
     }
 
     /// Sends a request for `target` and reads its response.
-    func request(
+    public func request(
         _ target: String, method: String = "GET", headers: [String: String] = [:], body: String = ""
     ) throws -> Response {
         try sendRequest(target, method: method, headers: headers, body: body)
@@ -66,7 +66,7 @@ final class TestConnection {
     }
 
     /// Sends a request without reading the response.
-    func sendRequest(
+    public func sendRequest(
         _ target: String, method: String = "GET", headers: [String: String] = [:], body: String = ""
     )
         throws
@@ -78,7 +78,7 @@ final class TestConnection {
     }
 
     /// Reads one response (a `HEAD` response has no body).
-    func readResponse(toHEAD: Bool = false) throws -> Response {
+    public func readResponse(toHEAD: Bool = false) throws -> Response {
         let separator = Data("\r\n\r\n".utf8)
         while buffer.range(of: separator) == nil {
             guard try fill() else { throw Failure(description: "the server closed the connection before a response") }
@@ -109,13 +109,13 @@ final class TestConnection {
 
     /// Whether the server has closed the connection (reads until the end;
     /// false when bytes arrive instead).
-    func serverClosed() throws -> Bool {
+    public func serverClosed() throws -> Bool {
         buffer.isEmpty ? !(try fill()) : false
     }
 
     /// Closes the connection at once, with a reset (what a browser
     /// abandoning a request amounts to, seen from the server).
-    func reset() {
+    public func reset() {
         guard open else { return }
         var lingering = linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lingering, socklen_t(MemoryLayout<linger>.size))
@@ -124,7 +124,7 @@ final class TestConnection {
     }
 
     /// Closes the connection in order (FIN), as a client that is done.
-    func close() {
+    public func close() {
         guard open else { return }
         Glibc.close(fd)
         open = false
