@@ -59,6 +59,8 @@ struct ErrorStatus: Error, Sendable, Hashable {
     static let draining = ErrorStatus(503, "the server is shutting down")
     /// 504: the request's time ran out.
     static let timedOut = ErrorStatus(504, "the origin or the decode timed out")
+    /// 499 (nginx's code, never sent): the client hung up before the answer.
+    static let clientGone = ErrorStatus(499, "the client closed the connection")
     /// 405: not GET or HEAD.
     static let methodNotAllowed = ErrorStatus(405, "only GET and HEAD are served")
     /// 414: the request target is over the URL length limit.

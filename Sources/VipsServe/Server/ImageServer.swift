@@ -25,6 +25,9 @@ import VipsLoad
 /// `queueLimit` distinct images are in flight, a request for another gets
 /// 429. `/health` answers 200 until `shutdown()` begins, and `/metrics`
 /// answers in the Prometheus text format.
+///
+/// The server keeps itself running until `shutdown()` has returned: call it
+/// before letting the server go.
 public final class ImageServer: Sendable {
     /// The pipeline every image goes through.
     public let pipeline: ImagePipeline
@@ -47,11 +50,19 @@ public final class ImageServer: Sendable {
             configuration: HTTPServer.Configuration(
                 address: configuration.address, port: configuration.port,
                 maxConnections: configuration.maxConnections, maxConnectionsPerIP: configuration.maxConnectionsPerIP,
-                connectionTimeoutSeconds: Int(configuration.connectionTimeout.components.seconds),
+                connectionTimeoutSeconds: Self.wholeSeconds(configuration.connectionTimeout),
                 connectionMemoryBytes: configuration.maxHeaderBytes, threads: max(1, configuration.networkThreads),
                 listenBacklog: max(128, configuration.maxConnections)),
             handler: service)
         service.attach(http)
+    }
+
+    /// `duration` in whole seconds for libmicrohttpd, rounded up (a timeout
+    /// under a second is one second, not none); 0 or less is 0 (no timeout).
+    static func wholeSeconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds > 0 || attoseconds > 0 else { return 0 }
+        return Int(clamping: seconds) + (attoseconds > 0 ? 1 : 0)
     }
 
     /// The port the server listens on (the one the kernel chose for port 0).

@@ -6,11 +6,19 @@ import Foundation
 /// threads, so they must return at once: hand the entry to a queue (and
 /// format it there), never write to a pipe or file inline.
 public protocol ImageServerLogging: Sendable {
+    /// Whether `request(_:)` is wanted at all: when false the server does
+    /// not even make the entries. Default true.
+    var logsRequests: Bool { get }
     /// One finished request.
     func request(_ entry: AccessLogEntry)
     /// A server event in one sentence: listening, draining, stopped, a
     /// message of libmicrohttpd's (a refused connection, a failed bind).
     func event(_ message: String)
+}
+
+extension ImageServerLogging {
+    /// Every request is logged.
+    public var logsRequests: Bool { true }
 }
 
 /// One finished request, as the access log records it.

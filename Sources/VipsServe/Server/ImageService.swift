@@ -92,7 +92,8 @@ final class ImageService: HTTPHandler {
         // Nothing sent because the client hung up first: 499, as nginx logs it.
         let status = record.status == 0 && record.clientGone ? 499 : record.status
         metrics.completed(status: status, seconds: record.seconds)
-        configuration.log?.request(
+        guard let log = configuration.log, log.logsRequests else { return }
+        log.request(
             AccessLogEntry(
                 time: Date(), client: record.clientAddress, method: record.method,
                 target: URLRedaction.redacted(record.target), status: status, bytes: record.bytes,
@@ -145,11 +146,14 @@ final class ImageService: HTTPHandler {
         let queueFull = fixed.queueFull
         let join = renders.join(
             key,
-            deliver: { outcome, joined in
+            deliver: { [metrics] outcome, joined in
                 switch outcome {
                 case .response(let response, let tier):
                     reply.send(response, note: joined ? "joined" : tier)
                 case .failure(let status):
+                    // Counted before the answer goes out, so the metrics never lag the response.
+                    if status.code == ErrorStatus.clientGone.code { metrics.record { $0.clientCancels += 1 } }
+                    if status.code == ErrorStatus.timedOut.code { metrics.record { $0.timeouts += 1 } }
                     if let response = status.response() ?? queueFull { reply.send(response) }
                 }
             },
@@ -160,17 +164,12 @@ final class ImageService: HTTPHandler {
             if let queueFull { reply.send(queueFull) }
         case .started(let id), .joined(let id):
             if case .joined = join { metrics.record { $0.coalesced += 1 } }
-            reply.onClientGone { [self] in
-                if renders.leave(key, waiter: id, with: .failure(ErrorStatus(499, "the client closed the connection")))
-                {
-                    metrics.record { $0.clientCancels += 1 }
-                }
+            reply.onClientGone { [renders] in
+                renders.leave(key, waiter: id, with: .failure(.clientGone))
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + configuration.requestTimeout.dispatchInterval) {
-                [self] in
-                if renders.leave(key, waiter: id, with: .failure(.timedOut)) {
-                    metrics.record { $0.timeouts += 1 }
-                }
+                [renders] in
+                renders.leave(key, waiter: id, with: .failure(.timedOut))
             }
         }
     }

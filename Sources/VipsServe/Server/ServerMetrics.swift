@@ -27,7 +27,8 @@ final class ServerMetrics: Sendable {
         var coalesced = 0
         /// Requests whose client hung up before the answer.
         var clientCancels = 0
-        /// Requests refused with 429, and requests that ran out of time (504).
+        /// Requests refused with 429, and requests answered 504 (their time ran
+        /// out, or the origin's or the decode's did).
         var rejected = 0
         var timeouts = 0
         /// Answers of 304 Not Modified.
@@ -99,7 +100,9 @@ final class ServerMetrics: Sendable {
         text.counter("vipsload_renders_total", "Distinct images made (cache misses)", counts.renders)
         text.counter("vipsload_not_modified_total", "Answers of 304 Not Modified", counts.notModified)
         text.counter("vipsload_rejected_total", "Requests refused with 429 because the queue was full", counts.rejected)
-        text.counter("vipsload_timeouts_total", "Requests that ran out of time (504)", counts.timeouts)
+        text.counter(
+            "vipsload_timeouts_total", "Requests answered 504: their time, the origin's or the decode's ran out",
+            counts.timeouts)
         text.counter("vipsload_source_bytes_total", "Encoded source bytes loaded by the pipeline", pipeline.bytesLoaded)
         text.counter("vipsload_downloads_total", "Source downloads completed", pipeline.downloads)
         text.gauge("vipsload_queue_depth", "Distinct images being made or waiting to be", gauges.queueDepth)

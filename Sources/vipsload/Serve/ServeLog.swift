@@ -25,7 +25,6 @@ final class ServeLog: ImageServerLogging {
     }
 
     func request(_ entry: AccessLogEntry) {
-        guard logsRequests else { return }
         let format = format
         queue.async {
             Self.write(format == .json ? entry.json : entry.text)

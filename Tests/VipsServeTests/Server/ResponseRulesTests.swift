@@ -89,4 +89,12 @@ final class ResponseRulesTests: XCTestCase {
         cache.store(try response(10), for: "brief", lifetime: .zero)
         XCTAssertNil(cache.response(for: "brief"), "expired at once")
     }
+
+    func testTimeoutsBecomeWholeSecondsRoundedUp() {
+        XCTAssertEqual(ImageServer.wholeSeconds(.zero), 0, "none")
+        XCTAssertEqual(ImageServer.wholeSeconds(.milliseconds(500)), 1, "not none")
+        XCTAssertEqual(ImageServer.wholeSeconds(.seconds(30)), 30)
+        XCTAssertEqual(ImageServer.wholeSeconds(.seconds(30) + .milliseconds(1)), 31)
+        XCTAssertEqual(ImageServer.wholeSeconds(.seconds(-3)), 0)
+    }
 }
