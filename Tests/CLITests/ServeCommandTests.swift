@@ -4,9 +4,17 @@ import XCTest
 /// `vipsload serve` as a user runs it: a real child process, real
 /// connections, real signals.
 final class ServeCommandTests: XCTestCase {
+    /// Ended and released in `tearDown` (XCTest keeps what a teardown block captures until the run ends).
+    private var children: [ServeChild] = []
+
+    override func tearDown() {
+        for child in children { child.stop() }
+        children = []
+    }
+
     private func start(_ arguments: [String] = []) throws -> ServeChild {
         let child = try ServeChild(arguments)
-        addTeardownBlock { child.stop() }
+        children.append(child)
         return child
     }
 

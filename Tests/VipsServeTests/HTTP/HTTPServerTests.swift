@@ -51,13 +51,21 @@ final class HTTPServerTests: XCTestCase {
         var completed: [HTTPCompletion] { lock.withLock { records } }
     }
 
+    /// Stopped and released in `tearDown` (XCTest keeps what a teardown block captures until the run ends).
+    private var servers: [HTTPServer] = []
+
+    override func tearDown() {
+        for server in servers { server.stop() }
+        servers = []
+    }
+
     private func makeServer(_ handler: ScriptedHandler, perIP: Int = 0, maxConnections: Int = 64) throws -> HTTPServer {
         let server = try HTTPServer(
             configuration: HTTPServer.Configuration(
                 address: "127.0.0.1", port: 0, maxConnections: maxConnections, maxConnectionsPerIP: perIP,
                 connectionTimeoutSeconds: 30, connectionMemoryBytes: 32 * 1024, threads: 1, listenBacklog: 64),
             handler: handler)
-        addTeardownBlock { server.stop() }
+        servers.append(server)
         return server
     }
 

@@ -9,6 +9,14 @@ import XCTest
 /// 127.0.0.1 and real connections: `/health`, `/metrics`, methods, limits,
 /// keep-alive, HEAD, and a graceful shutdown.
 final class ServerLifecycleTests: XCTestCase {
+    /// Shut down and released in `tearDown` (XCTest keeps what a teardown block captures until the run ends).
+    private var servers: [ImageServer] = []
+
+    override func tearDown() async throws {
+        for server in servers { await server.shutdown() }
+        servers = []
+    }
+
     private func makeServer(
         _ change: (inout ImageServer.Configuration) -> Void = { _ in }
     ) throws -> (
@@ -22,7 +30,7 @@ final class ServerLifecycleTests: XCTestCase {
         let server = try ImageServer(
             pipeline: ImagePipeline(configuration: ImagePipeline.Configuration(decodeConcurrency: 1)),
             configuration: configuration)
-        addTeardownBlock { await server.shutdown() }
+        servers.append(server)
         return (server, log)
     }
 
@@ -115,5 +123,24 @@ final class ServerLifecycleTests: XCTestCase {
         await fulfillment(of: [stopped], timeout: 30)
         XCTAssertThrowsError(try TestConnection(port: server.port), "stopped: nothing listens")
         XCTAssertTrue(try open.serverClosed())
+    }
+
+    func testAServerShutDownIsReleasedWithItsPipeline() async throws {
+        weak var released: ImageServer?
+        weak var pipeline: ImagePipeline?
+        do {
+            var configuration = ImageServer.Configuration()
+            configuration.port = 0
+            let made = try ImageServer(pipeline: ImagePipeline(), configuration: configuration)
+            released = made
+            pipeline = made.pipeline
+            XCTAssertEqual(try TestConnection(port: made.port).request("/health").status, 200)
+            await made.shutdown()
+        }
+        // Nothing holds the server once it is down: not its network thread, not its own task.
+        let deadline = Date().addingTimeInterval(30)
+        while released != nil || pipeline != nil, Date() < deadline { await Task.yield() }
+        XCTAssertNil(released)
+        XCTAssertNil(pipeline)
     }
 }
