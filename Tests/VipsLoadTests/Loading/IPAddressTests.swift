@@ -127,4 +127,23 @@ final class IPAddressTests: XCTestCase {
             XCTAssertNil(IPNetwork(text), text)
         }
     }
+
+    func testPoliciesAllowByScopeAndByNetwork() throws {
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let metadata = try XCTUnwrap(IPAddress("169.254.169.254"))
+        let google = try XCTUnwrap(IPAddress("8.8.8.8"))
+        XCTAssertTrue(SourceAddressPolicy.unrestricted.isUnrestricted)
+        XCTAssertTrue([loopback, metadata, google].allSatisfy(SourceAddressPolicy.unrestricted.allows))
+        XCTAssertFalse(SourceAddressPolicy.publicOnly.isUnrestricted)
+        XCTAssertTrue(SourceAddressPolicy.publicOnly.allows(google))
+        XCTAssertFalse(SourceAddressPolicy.publicOnly.allows(loopback))
+        XCTAssertFalse(SourceAddressPolicy.publicOnly.allows(metadata))
+        XCTAssertFalse(SourceAddressPolicy.publicOnly.allows(try XCTUnwrap(IPAddress("::ffff:169.254.169.254"))))
+        let excepted = SourceAddressPolicy(
+            allowedScopes: [.public], allowedNetworks: [try XCTUnwrap(IPNetwork("127.0.0.1"))])
+        XCTAssertTrue(excepted.allows(loopback))
+        XCTAssertTrue(excepted.allows(try XCTUnwrap(IPAddress("::ffff:127.0.0.1"))))
+        XCTAssertFalse(excepted.allows(try XCTUnwrap(IPAddress("127.0.0.2"))))
+        XCTAssertFalse(excepted.allows(try XCTUnwrap(IPAddress("::1"))))
+    }
 }
