@@ -67,27 +67,33 @@ public struct ProcessingURLParser: Sendable {
     ///
     /// - Throws: `ProcessingURLError` (400, 403 or 415), as `parse(_:)`.
     public func parseURL(_ target: String) throws(ProcessingURLError) -> ProcessingURL {
-        var path = Substring(target)
-        if let query = path.firstIndex(of: "?") { path = path[..<query] }
-        guard path.first == "/" else { throw ProcessingURLError(.malformedURL, "the path does not start with /") }
+        // Bytes, as imgproxy (Go) reads the path: `/`, `:`, `@`, `.` and `?` split wherever
+        // they are, whatever follows them (a Character-wise split would keep "/" with a
+        // combining mark after it whole).
+        var path = Array(target.utf8)[...]
+        if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        guard path.first == UInt8(ascii: "/") else {
+            throw ProcessingURLError(.malformedURL, "the path does not start with /")
+        }
         path = path.dropFirst()
-        guard let slash = path.firstIndex(of: "/"), slash != path.startIndex, path.index(after: slash) != path.endIndex
+        guard let slash = path.firstIndex(of: UInt8(ascii: "/")), slash != path.startIndex, slash + 1 != path.endIndex
         else {
             throw ProcessingURLError(.malformedURL, "the path is not /signature/options/source")
         }
-        let signature = path[..<slash]
-        let rest = Self.undoingProxyNormalisation(path[path.index(after: slash)...])
-        let isSigned = try checkSignature(signature, path: "/" + rest)
-        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
-        if let first = parts.first, ProcessingOptions.ResizingType(rawValue: String(first)) != nil {
-            throw ProcessingURLError(.malformedURL, "the basic URL format (/\(first)/…) is not supported")
+        let signature = Self.text(path[..<slash])
+        let rest = Self.undoingProxyNormalisation(path[(slash + 1)...])
+        let isSigned = try checkSignature(signature, path: "/" + Self.text(rest[...]))
+        let parts = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if let first = parts.first, ProcessingOptions.ResizingType(rawValue: Self.text(first)) != nil {
+            throw ProcessingURLError(.malformedURL, "the basic URL format (/\(Self.text(first))/…) is not supported")
         }
         var options = ProcessingOptions()
         var index = 0
         while index < parts.count {
-            let arguments = parts[index].split(separator: ":", omittingEmptySubsequences: false)
+            let arguments = parts[index].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
             guard arguments.count > 1 else { break }
-            try options.apply(arguments[0], Array(arguments.dropFirst()))
+            try options.apply(
+                Substring(Self.text(arguments[0])), arguments.dropFirst().map { Substring(Self.text($0)) })
             index += 1
         }
         let (source, encoding, fileExtension) = try Self.decodeSource(parts[index...])
@@ -98,52 +104,83 @@ public struct ProcessingURLParser: Sendable {
     }
 
     /// Checks `signature` against `path` (from its leading `/`); whether a key checked it.
-    private func checkSignature(_ signature: Substring, path: String) throws(ProcessingURLError) -> Bool {
+    private func checkSignature(_ signature: String, path: String) throws(ProcessingURLError) -> Bool {
         guard !signingKeys.isEmpty else {
             // imgproxy: a signature segment that looks like an option means the segment is missing.
-            if signature.contains(":") {
+            if signature.utf8.contains(UInt8(ascii: ":")) {
                 throw ProcessingURLError(
                     .badSignature, "the signature segment is missing (the first segment is an option)")
             }
             return false
         }
-        guard signingKeys.contains(where: { $0.verifies(String(signature), path: path) }) else {
+        guard signingKeys.contains(where: { $0.verifies(signature, path: path) }) else {
             throw ProcessingURLError(.badSignature, "invalid signature")
         }
         return true
     }
 
+    /// UTF-8 bytes as text (the input was a String, and every split is at an ASCII byte, so they are valid).
+    static func text(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
+
     /// imgproxy's `RedenormalizePath`: `%3A` back to `:` in the options, and a
     /// plain source URL's `scheme:/x` (a proxy's merged slashes) back to
     /// `scheme://x` (`local:///x` for local files).
-    static func undoingProxyNormalisation(_ path: Substring) -> String {
-        var options: Substring
-        var plain: Substring?
-        if path.hasPrefix("plain/") {
-            options = ""
-            plain = path.dropFirst("plain/".count)
-        } else if let range = path.range(of: "/plain/") {
-            options = path[..<range.lowerBound]
-            plain = path[range.upperBound...]
-        } else {
-            options = path
+    static func undoingProxyNormalisation(_ path: ArraySlice<UInt8>) -> [UInt8] {
+        let marker = Array("/plain/".utf8)
+        var options: ArraySlice<UInt8> = path
+        var plain: ArraySlice<UInt8>?
+        if path.starts(with: marker.dropFirst()) {
+            options = []
+            plain = path.dropFirst(marker.count - 1)
+        } else if let start = firstRange(of: marker, in: path) {
+            options = path[..<start]
+            plain = path[(start + marker.count)...]
         }
-        let fixedOptions = options.replacingOccurrences(of: "%3A", with: ":")
-        guard var source = plain.map(String.init) else { return fixedOptions }
-        if let colon = source.firstIndex(of: ":") {
+        var result = replacing(Array("%3A".utf8), with: [UInt8(ascii: ":")], in: options)
+        guard var source = plain.map(Array.init) else { return result }
+        if let colon = source.firstIndex(of: UInt8(ascii: ":")) {
             let scheme = source[..<colon]
-            let after = source[source.index(after: colon)...]
-            if Self.isScheme(scheme), after.hasPrefix("/"), let next = after.dropFirst().first, next != "/" {
-                let slashes = scheme == "local" ? ":///" : "://"
-                source = String(scheme) + slashes + after.dropFirst()
+            if Self.isScheme(scheme), colon + 2 < source.count, source[colon + 1] == UInt8(ascii: "/"),
+                source[colon + 2] != UInt8(ascii: "/")
+            {
+                let slashes = Array((scheme.elementsEqual("local".utf8) ? ":///" : "://").utf8)
+                source = Array(scheme) + slashes + source[(colon + 2)...]
             }
         }
-        return (fixedOptions.isEmpty ? "" : fixedOptions + "/") + "plain/" + source
+        if !result.isEmpty { result.append(UInt8(ascii: "/")) }
+        return result + Array("plain/".utf8) + source
     }
 
-    private static func isScheme(_ text: Substring) -> Bool {
-        guard let first = text.utf8.first, first.isASCIILetter else { return false }
-        return text.utf8.allSatisfy {
+    private static func firstRange(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        var index = haystack.startIndex
+        while index + needle.count <= haystack.endIndex {
+            if haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func replacing(_ needle: [UInt8], with replacement: [UInt8], in bytes: ArraySlice<UInt8>) -> [UInt8]
+    {
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if index + needle.count <= bytes.endIndex, bytes[index..<(index + needle.count)].elementsEqual(needle) {
+                result += replacement
+                index += needle.count
+            } else {
+                result.append(bytes[index])
+                index += 1
+            }
+        }
+        return result
+    }
+
+    private static func isScheme(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard let first = bytes.first, first.isASCIILetter else { return false }
+        return bytes.allSatisfy {
             $0.isASCIILetter || (0x30...0x39).contains($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-")
                 || $0 == UInt8(ascii: ".")
         }
@@ -151,12 +188,12 @@ public struct ProcessingURLParser: Sendable {
 
     /// The source URL from the parts after the options: `plain/…[@ext]` or base64url parts `…[.ext]`.
     static func decodeSource(
-        _ parts: ArraySlice<Substring>
+        _ parts: ArraySlice<ArraySlice<UInt8>>
     ) throws(ProcessingURLError) -> (String, ProcessingURL.SourceEncoding, String?) {
         guard let first = parts.first else { throw ProcessingURLError(.malformedURL, "the source URL is missing") }
-        if first == "plain", parts.count > 1 {
-            let joined = parts.dropFirst().joined(separator: "/")
-            let pieces = joined.split(separator: "@", omittingEmptySubsequences: false)
+        if first.elementsEqual("plain".utf8), parts.count > 1 {
+            let joined = Array(parts.dropFirst().joined(separator: [UInt8(ascii: "/")]))
+            let pieces = joined.split(separator: UInt8(ascii: "@"), omittingEmptySubsequences: false)
             guard let raw = pieces.first, !raw.isEmpty else {
                 throw ProcessingURLError(.malformedURL, "the source URL is empty")
             }
@@ -166,35 +203,34 @@ public struct ProcessingURLParser: Sendable {
             guard let decoded = percentDecoded(raw) else {
                 throw ProcessingURLError(.malformedURL, "the source URL has a malformed percent-escape")
             }
-            let fileExtension = pieces.count == 2 && !pieces[1].isEmpty ? String(pieces[1]) : nil
-            return (decoded, .plain(raw: String(raw)), fileExtension)
+            let fileExtension = pieces.count == 2 && !pieces[1].isEmpty ? text(pieces[1]) : nil
+            return (decoded, .plain(raw: text(raw)), fileExtension)
         }
-        let joined = parts.joined()
-        let pieces = joined.split(separator: ".", omittingEmptySubsequences: false)
-        guard let encoded = pieces.first, !encoded.isEmpty else {
+        let joined = Array(parts.joined())
+        let pieces = joined.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard var encoded = pieces.first, !encoded.isEmpty else {
             throw ProcessingURLError(.malformedURL, "the source URL is empty")
         }
         guard pieces.count <= 2 else {
             throw ProcessingURLError(.malformedURL, "more than one extension (.) after the source URL")
         }
         // imgproxy trims `=` padding before decoding.
-        var unpadded = Substring(encoded)
-        while unpadded.last == "=" { unpadded = unpadded.dropLast() }
-        guard !unpadded.isEmpty, let bytes = URLSigningKey.bytes(base64URL: String(unpadded)),
+        while encoded.last == UInt8(ascii: "=") { encoded = encoded.dropLast() }
+        guard !encoded.isEmpty, let bytes = URLSigningKey.bytes(base64URL: text(encoded)),
             let decoded = String(validating: bytes, as: UTF8.self)
         else {
             throw ProcessingURLError(.malformedURL, "the source URL is not valid base64url-encoded UTF-8")
         }
-        let fileExtension = pieces.count == 2 && !pieces[1].isEmpty ? String(pieces[1]) : nil
+        let fileExtension = pieces.count == 2 && !pieces[1].isEmpty ? text(pieces[1]) : nil
         return (decoded, .base64, fileExtension)
     }
 
     /// Go's `url.PathUnescape`: `%XX` to its byte (`+` stays); nil for a bad
     /// escape or bytes that are not UTF-8.
-    static func percentDecoded(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
+    static func percentDecoded(_ text: ArraySlice<UInt8>) -> String? {
         var bytes: [UInt8] = []
-        var iterator = Array(text.utf8)[...]
+        bytes.reserveCapacity(text.count)
+        var iterator = text
         while let byte = iterator.popFirst() {
             guard byte == UInt8(ascii: "%") else {
                 bytes.append(byte)

@@ -53,48 +53,64 @@ public struct SourcePolicy: Sendable {
     }
 
     func resolve(_ url: String, encoding: ProcessingURL.SourceEncoding) throws(ProcessingURLError) -> ImageSource {
-        let lower = url.prefix(8).lowercased()
-        if lower.hasPrefix("local://") { return try localSource(url.dropFirst(8), encoding: encoding) }
-        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return try httpSource(url) }
+        // Bytes throughout: a path is bytes to the kernel, and Characters would join "/" or "."
+        // with a combining mark after them, and compare canonically equivalent names as equal.
+        let bytes = Array(url.utf8)
+        let scheme = bytes.prefix { $0 != UInt8(ascii: ":") }.map { $0 | 0x20 }
+        if scheme.elementsEqual("local".utf8), bytes.dropFirst(5).starts(with: "://".utf8) {
+            return try localSource(bytes.dropFirst(8), encoding: encoding)
+        }
+        if scheme.elementsEqual("http".utf8) || scheme.elementsEqual("https".utf8) { return try httpSource(url) }
         throw ProcessingURLError(.sourceNotAllowed, "only local:// and allowed http(s):// sources are served")
     }
 
     // MARK: - Local files
 
     private func localSource(
-        _ path: Substring, encoding: ProcessingURL.SourceEncoding
+        _ path: ArraySlice<UInt8>, encoding: ProcessingURL.SourceEncoding
     ) throws(ProcessingURLError) -> ImageSource {
         func refuse(_ why: String) -> ProcessingURLError { ProcessingURLError(.sourceNotAllowed, why) }
         guard let root = localRoot else { throw refuse("local sources are not enabled") }
-        guard path.hasPrefix("/") else { throw refuse("a local source is local:///path") }
+        guard path.first == UInt8(ascii: "/") else { throw refuse("a local source is local:///path") }
         if case .plain(let raw) = encoding {
-            let lowered = raw.lowercased()
-            for escape in ["%2f", "%5c", "%00"] where lowered.contains(escape) {
+            let lowered = Array(raw.utf8).map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+            for escape in ["%2f", "%5c", "%00"] where Self.contains(Array(escape.utf8), in: lowered) {
                 throw refuse("encoded slashes, backslashes and NUL are not allowed in a local source")
             }
         }
-        guard !path.utf8.contains(0), !path.contains("\\") else {
+        guard !path.contains(0), !path.contains(UInt8(ascii: "\\")) else {
             throw refuse("backslashes and NUL are not allowed in a local source")
         }
-        var components: [Substring] = []
-        for component in path.split(separator: "/") {
-            if component == ".." { throw refuse("a local source may not contain ..") }
-            if component != "." { components.append(component) }
+        var components: [ArraySlice<UInt8>] = []
+        for component in path.split(separator: UInt8(ascii: "/")) {
+            if component.elementsEqual("..".utf8) { throw refuse("a local source may not contain ..") }
+            if !component.elementsEqual(".".utf8) { components.append(component) }
         }
         guard !components.isEmpty else { throw ProcessingURLError(.sourceNotFound, "no such image") }
-        let candidate = (root == "/" ? "" : root) + "/" + components.joined(separator: "/")
-        let (real, code) = Self.followingLinks(candidate)
+        var candidate = Array((root == "/" ? "" : root).utf8)
+        for component in components {
+            candidate.append(UInt8(ascii: "/"))
+            candidate += component
+        }
+        let (real, code) = Self.followingLinks(String(decoding: candidate, as: UTF8.self))
         guard let resolved = real else {
             if code == EACCES { throw refuse("the image is not readable") }
             throw ProcessingURLError(.sourceNotFound, "no such image")
         }
-        guard root == "/" || resolved.hasPrefix(root + "/") else {
+        guard root == "/" || resolved.utf8.starts(with: (root + "/").utf8) else {
             throw refuse("the local source leaves the root folder")
         }
         var status = stat()
         guard stat(resolved, &status) == 0 else { throw ProcessingURLError(.sourceNotFound, "no such image") }
         guard status.st_mode & S_IFMT == S_IFREG else { throw ProcessingURLError(.sourceNotFound, "not an image file") }
         return .file(resolved)
+    }
+
+    private static func contains(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
     }
 
     /// `realpath(3)`: the absolute path with every link followed, or nil and the errno.
@@ -116,17 +132,27 @@ public struct SourcePolicy: Sendable {
                 $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" || (0x80..<0xA0).contains($0.value)
             })
         else { throw refuse("control characters and backslashes are not allowed in a source URL") }
-        guard let schemeEnd = text.range(of: "://") else { throw refuse("not an http(s) URL") }
-        let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        let afterScheme = text[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        guard !authority.contains("@") else { throw refuse("credentials in a source URL are not allowed") }
-        guard !authority.contains("%"), !authority.contains(" ") else {
+        let bytes = Array(text.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
+            throw refuse("not an http(s) URL")
+        }
+        let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+        let authorityStart = colon + 3
+        let authorityEnd =
+            bytes[authorityStart...].firstIndex {
+                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+            }
+            ?? bytes.endIndex
+        let authority = bytes[authorityStart..<authorityEnd]
+        guard !authority.contains(UInt8(ascii: "@")) else {
+            throw refuse("credentials in a source URL are not allowed")
+        }
+        guard !authority.contains(UInt8(ascii: "%")), !authority.contains(UInt8(ascii: " ")) else {
             throw refuse("an encoded host or a space in it is not allowed")
         }
-        let encoded = text[..<authorityEnd] + Self.escapingDisallowed(afterScheme[authorityEnd...])
-        guard let url = URL(string: String(encoded)), var host = url.host?.lowercased(), !host.isEmpty else {
+        let encoded =
+            String(decoding: bytes[..<authorityEnd], as: UTF8.self) + Self.escapingDisallowed(bytes[authorityEnd...])
+        guard let url = URL(string: encoded), var host = url.host?.lowercased(), !host.isEmpty else {
             throw ProcessingURLError(.malformedURL, "the source URL is not a valid URL")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -139,9 +165,9 @@ public struct SourcePolicy: Sendable {
 
     /// The path, query and fragment with the characters a URL cannot hold
     /// (non-ASCII, `"`, `<`, `>`, `^`, `` ` ``, `{`, `|`, `}`) percent-encoded; `%` stays as written.
-    static func escapingDisallowed(_ text: Substring) -> String {
+    static func escapingDisallowed(_ bytes: ArraySlice<UInt8>) -> String {
         var result = ""
-        for byte in text.utf8 {
+        for byte in bytes {
             let allowed =
                 byte < 0x80 && byte > 0x20 && !"\"<>^`{|}".utf8.contains(byte)
             if allowed {

@@ -23,7 +23,7 @@ final class ProcessingPixelTests: XCTestCase {
         try ImageSynthesizer.data(width: 400, height: 300, seed: 5, alpha: true, format: .png())
             .write(to: root.appendingPathComponent("alpha.png"))
         parser = ProcessingURLParser(sources: try SourcePolicy(localRoot: root.path))
-        pipeline = ImagePipeline(configuration: .init(decodeConcurrency: 2, memoryCache: nil))
+        pipeline = ImagePipeline(configuration: .init(decodeConcurrency: 2))
     }
 
     override func tearDown() {

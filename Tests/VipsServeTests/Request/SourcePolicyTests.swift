@@ -105,6 +105,10 @@ final class SourcePolicyTests: XCTestCase {
         for escape in ["../secret.jpg", "sub dir/../../secret.jpg", "..\\secret.jpg", "a.jpg\u{0}.png"] {
             assertRefused("/_/\(base64URL("local:///" + escape))", status: 403)
         }
+        // A combining mark after the slash: one Character with it, but the kernel still sees "..".
+        assertRefused("/_/\(base64URL("local:///../\u{301}secret.jpg"))", status: 403)
+        assertRefused("/_/plain/local:///%2E%2E/%CC%81secret.jpg", status: 403)
+        assertRefused("/_/\(base64URL("local:///..\u{301}/../secret.jpg"))", status: 403)
         // Links that leave the root, to a file and to a sibling folder whose name starts like the root's.
         assertRefused("/_/plain/local:///outer.jpg", status: 403)
         assertRefused("/_/plain/local:///sibling/c.jpg", status: 403)
