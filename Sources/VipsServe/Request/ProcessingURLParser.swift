@@ -21,15 +21,17 @@ public struct ProcessingURLParser: Sendable {
     public struct Limits: Sendable, Hashable {
         /// The largest side of a result, in pixels: `width`, `height` (times the
         /// dpr) and padding over it are refused (400); a processor whose output
-        /// would grow past it (extend, padding) fails with `.invalidArgument`. Default 8192.
-        public var maxResultDimension: Int
-        /// The largest `dpr`. Default 8.
-        public var maxDPR: Double
+        /// would grow past it (extend, padding) fails with `.invalidArgument`.
+        /// 1–16384 (so one result is at most 1 GiB of RGBA); default 8192.
+        public let maxResultDimension: Int
+        /// The largest `dpr`, 1–100. Default 8.
+        public let maxDPR: Double
 
-        /// Limits; each parameter defaults as its property documents.
+        /// Limits; each parameter defaults as its property documents, and is
+        /// clamped to the property's range.
         public init(maxResultDimension: Int = 8192, maxDPR: Double = 8) {
-            self.maxResultDimension = maxResultDimension
-            self.maxDPR = maxDPR
+            self.maxResultDimension = min(16_384, max(1, maxResultDimension))
+            self.maxDPR = maxDPR.isFinite ? min(100, max(1, maxDPR)) : 8
         }
     }
 

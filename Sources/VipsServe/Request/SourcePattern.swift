@@ -63,7 +63,7 @@ public struct SourcePattern: Sendable, Hashable, CustomStringConvertible {
                 guard after.hasPrefix(":") else { throw bad("text after the ]") }
                 port = try Self.port(after.dropFirst(), bad)
             }
-            guard IPAddress(String(host))?.isIPv4 == false else { throw bad("[…] holds an IPv6 address") }
+            guard IPAddress(String(host))?.isIPv4 == false else { throw bad("[…] must hold an IPv6 address") }
         } else {
             host = rest
             guard rest.filter({ $0 == ":" }).count <= 1 else { throw bad("an IPv6 address goes in brackets") }

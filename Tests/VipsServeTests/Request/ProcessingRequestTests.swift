@@ -124,6 +124,10 @@ final class ProcessingRequestTests: XCTestCase {
             limits: .init(maxResultDimension: 100, maxDPR: 2))
         XCTAssertThrowsError(try small.parse("/_/w:101/plain/http://example.com/a.jpg"))
         XCTAssertThrowsError(try small.parse("/_/dpr:3/plain/http://example.com/a.jpg"))
+        // The limits themselves are bounded: one result is at most 16384² pixels.
+        XCTAssertEqual(ProcessingURLParser.Limits(maxResultDimension: 1 << 40).maxResultDimension, 16_384)
+        XCTAssertEqual(ProcessingURLParser.Limits(maxResultDimension: -5, maxDPR: .nan).maxResultDimension, 1)
+        XCTAssertEqual(ProcessingURLParser.Limits(maxDPR: .infinity).maxDPR, 8)
     }
 
     func testOutputPlan() throws {
