@@ -54,7 +54,8 @@ let package = Package(
             name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
-        // The image server: libmicrohttpd's daemon, imgproxy-style URLs, response caches, metrics.
+        // The image server: libmicrohttpd's daemon, imgproxy's URLs and signatures (GLib's GHmac, through
+        // CVipsShim), the source policy, response caches, metrics.
         .target(
             name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CVipsShim"],
             path: "Sources/VipsServe"),
