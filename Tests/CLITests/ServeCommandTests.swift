@@ -1,4 +1,6 @@
 import Foundation
+import TestSupport
+@_spi(Testing) import VipsCore
 import XCTest
 
 /// `vipsload serve` as a user runs it: a real child process, real
@@ -51,6 +53,61 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(result.reason, .exit)
         XCTAssertEqual(result.status, 0, child.stderr)
         XCTAssertTrue(child.stderr.contains("stopped"), child.stderr)
+    }
+
+    func testSIGTERMLetsImagesInFlightFinishRefusesNewOnesWith503AndExitsZero() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-serve-drain-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let photo = try ImageSynthesizer.data(width: 640, height: 480, seed: 7, format: .jpeg(quality: 90))
+        try photo.write(to: folder.appendingPathComponent("photo.jpg"))
+        let origin = try TestHTTPServer()
+        defer { origin.stop() }
+        let arrived = expectation(description: "the origin has the request")
+        arrived.assertForOverFulfill = false
+        let release = DispatchSemaphore(value: 0)
+        origin.route("/held.jpg") { _ in
+            arrived.fulfill()
+            release.wait()
+            return .ok(photo)
+        }
+        let child = try start([
+            "--root", folder.path, "--allow-source", "127.0.0.1:*", "--allow-private-sources", "--drain-timeout", "60"
+        ])
+        let local = try TestConnection(port: child.port)
+        XCTAssertEqual(try local.request("/insecure/w:64/plain/local:///photo.jpg@png").status, 200)
+        let inFlight = try TestConnection(port: child.port)
+        try inFlight.sendRequest("/insecure/w:80/plain/\(origin.url("/held.jpg").absoluteString)@webp")
+        wait(for: [arrived], timeout: 60)
+        child.send(SIGTERM)
+        XCTAssertNotNil(child.waitForLine(containing: "draining"), child.stderr)
+        // A new request on a connection that was open before: 503, and the connection closes.
+        let refused = try local.request("/insecure/w:65/plain/local:///photo.jpg@png")
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.header("Connection")?.lowercased(), "close")
+        release.signal()
+        let finished = try inFlight.readResponse()
+        XCTAssertEqual(finished.status, 200, "the request in flight completes")
+        XCTAssertEqual(finished.header("Content-Type"), "image/webp")
+        let result = child.wait()
+        XCTAssertEqual(result.reason, .exit)
+        XCTAssertEqual(result.status, 0, child.stderr)
+    }
+
+    func testKeysSaltsAndSourcePatternsAreChecked() throws {
+        let child = try start(["--key", "0123abcd", "--salt", "4567ef01"])
+        let connection = try TestConnection(port: child.port)
+        XCTAssertEqual(try connection.request("/insecure/w:10/plain/local:///x.jpg").status, 403, "signed URLs only")
+        child.send(SIGTERM)
+        XCTAssertEqual(child.wait().status, 0)
+        for arguments in [
+            ["--key", "00"], ["--key", "zz", "--salt", "00"], ["--key", "", "--salt", ""],
+            ["--allow-source", "http://x/y"]
+        ] {
+            let bad = try CLIHarness.run(["serve", "--port", "0"] + arguments)
+            XCTAssertEqual(bad.status, 2, "\(arguments): \(bad.stderr)")
+            XCTAssertFalse(bad.stderr.isEmpty, "the reason, on stderr")
+        }
     }
 
     func testSIGINTDrainsToo() throws {

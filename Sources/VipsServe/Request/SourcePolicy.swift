@@ -45,6 +45,14 @@ public struct SourcePolicy: Sendable {
         self.allowedSources = allowedSources
     }
 
+    /// A policy that admits no source: every image URL is refused (403).
+    public static let none = SourcePolicy(resolvedRoot: nil, allowedSources: [])
+
+    private init(resolvedRoot: String?, allowedSources: [SourcePattern]) {
+        localRoot = resolvedRoot
+        self.allowedSources = allowedSources
+    }
+
     /// The source a decoded source URL names, if the policy admits it.
     ///
     /// - Throws: `.sourceNotAllowed` (403), `.sourceNotFound` (404) or `.malformedURL` (400).

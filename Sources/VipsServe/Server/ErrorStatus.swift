@@ -25,7 +25,7 @@ struct ErrorStatus: Error, Sendable, Hashable {
             self.init(413, "the source image is over the size or pixel limit")
         case .fileNotFound:
             self.init(404, "no such source image")
-        case .permissionDenied, .unsupportedSource:
+        case .permissionDenied, .unsupportedSource, .sourceNotAllowed:
             self.init(403, "the source is not allowed")
         case .invalidArgument:
             self.init(400, "the processing options do not fit this image")
@@ -46,6 +46,12 @@ struct ErrorStatus: Error, Sendable, Hashable {
         case .io, .encodeFailed, .internal:
             self.init(500, "internal error")
         }
+    }
+
+    /// The status and text of a refused URL: its own (they name the option
+    /// or the rule, never a path of this machine).
+    init(_ error: ProcessingURLError) {
+        self.init(error.status, error.message)
     }
 
     init(_ code: Int, _ text: String) {

@@ -63,6 +63,12 @@ extension ImageServer {
         /// (worker processes, say), and which formats those are; nil decodes
         /// everything in the pipeline. Default nil.
         public var isolation: (any IsolatedDecoding)?
+        /// How image URLs are read: imgproxy's processing-URL grammar, the
+        /// keys their signatures are checked with, and where sources may come
+        /// from. Default: no keys (any signature segment is accepted, as
+        /// imgproxy does without a key) and `SourcePolicy.none` (every image
+        /// URL is refused with 403 until a local root or source patterns are set).
+        public var urls = ProcessingURLParser(sources: .none)
         /// Where the access log and the server's events go; nil for nowhere. Default nil.
         public var log: (any ImageServerLogging)?
 

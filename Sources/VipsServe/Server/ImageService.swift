@@ -295,7 +295,50 @@ final class ImageService: HTTPHandler {
     }
 
     /// The job an image URL asks for, or the status refusing it.
+    ///
+    /// Nothing is decoded: the URL is parsed and checked (signature, options,
+    /// source policy), a local file's identity is one `stat`, and the format
+    /// is the URL's or negotiated from `Accept`.
     private func resolve(_ request: borrowing HTTPRequest) -> Result<RenderJob, ErrorStatus> {
-        .failure(.noRoute)
+        let processing: ProcessingRequest
+        do throws(ProcessingURLError) {
+            processing = try configuration.urls.parse(request.target)
+        } catch {
+            return .failure(ErrorStatus(error))
+        }
+        let source = processing.imageRequest.source
+        let identity: String
+        if let path = source.filePath {
+            switch RepresentationKey.identity(ofFile: path) {
+            case .success(let found): identity = found
+            case .failure(let error): return .failure(ErrorStatus(error))
+            }
+        } else {
+            identity = source.key
+        }
+        let plan = processing.output
+        let encoding: RenderJob.Encoding
+        let formatName: String
+        if let format = plan.format {
+            encoding = .format(plan.outputFormat(format))
+            formatName = format.rawValue
+        } else {
+            let choice = FormatNegotiation(accept: request.header("Accept"))
+            switch choice {
+            case .avif: encoding = .format(plan.outputFormat(.avif))
+            case .webp: encoding = .format(plan.outputFormat(.webp))
+            case .sourceFamily:
+                encoding = .sourceFamily(jpeg: plan.outputFormat(.jpeg), png: plan.outputFormat(.png))
+            }
+            formatName = "negotiated:" + choice.rawValue
+        }
+        let maxAge =
+            configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)
+        return .success(
+            RenderJob(
+                key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
+                request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
+                background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
+                isRemote: source.filePath == nil))
     }
 }

@@ -13,7 +13,8 @@ import VipsServe
 /// second one ends the process at once.
 enum ServeCommand {
     static let usage = """
-        usage: vipsload serve [--bind ADDRESS] [--port N] [--root DIR] [--timeout S] [--drain-timeout S]
+        usage: vipsload serve [--bind ADDRESS] [--port N] [--root DIR] [--allow-source PATTERN]...
+                              [--allow-private-sources] [--key HEX --salt HEX]... [--timeout S] [--drain-timeout S]
                               [--queue N] [--jobs N] [--max-age S] [--memory-cache MB]
                               [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
                               [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
@@ -31,7 +32,20 @@ enum ServeCommand {
           --bind ADDRESS        the IPv4 or IPv6 address to listen on (default 127.0.0.1;
                                 0.0.0.0 or :: for every interface)
           --port N              the port (default 8080; 0 picks a free one, as printed)
-          --root DIR            where local:/// sources are read from (nothing outside it)
+          --root DIR            where local:/// sources are read from (nothing outside it;
+                                without it local sources get 403)
+          --allow-source PATTERN
+                                admit http(s):// sources whose host matches PATTERN: a host
+                                name, *.example.com for its subdomains, an address, and an
+                                optional scheme and port (repeat for more; without it remote
+                                sources get 403)
+          --allow-private-sources
+                                let remote sources resolve to loopback, private, link-local
+                                and other non-public addresses (refused by default, also after
+                                a redirect: SSRF), for tests and intranets
+          --key HEX, --salt HEX check URL signatures (HMAC-SHA256 over salt + path, as imgproxy);
+                                a bad or missing one gets 403. Repeat both for several pairs
+                                (key rotation). Without a key any signature is accepted
           --timeout S           a request not answered within S seconds gets 504: loading,
                                 decoding and encoding (default 10)
           --drain-timeout S     how long requests in flight may take after SIGTERM (default 10)
@@ -83,11 +97,12 @@ enum ServeCommand {
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union([
-                "bind", "port", "root", "timeout", "drain-timeout", "queue", "jobs", "max-age", "memory-cache",
+                "bind", "port", "root", "allow-source", "key", "salt", "timeout", "drain-timeout", "queue", "jobs",
+                "max-age", "memory-cache",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
                 "connection-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
             ]),
-            flagOptions: DecoderFlags.flagOptions.union(["quiet"]), shortOptions: shortOptions)
+            flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]), shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help {
             Terminal.out(usage)
@@ -142,6 +157,35 @@ enum ServeCommand {
         return 0
     }
 
+    /// The URL rules the flags describe: signing keys, the local root, the
+    /// source patterns.
+    static func urls(
+        _ parsed: ArgumentParser.Parsed, root: String?
+    ) throws(ArgumentParser.UsageError)
+        -> ProcessingURLParser
+    {
+        let keys = parsed.values("key")
+        let salts = parsed.values("salt")
+        guard keys.count == salts.count else {
+            throw ArgumentParser.UsageError(
+                description: "--key and --salt come in pairs (\(keys.count) keys, \(salts.count) salts)")
+        }
+        do throws(VipsError) {
+            var signingKeys: [URLSigningKey] = []
+            for (key, salt) in zip(keys, salts) {
+                signingKeys.append(try URLSigningKey(hexKey: key, hexSalt: salt))
+            }
+            var patterns: [SourcePattern] = []
+            for pattern in parsed.values("allow-source") {
+                patterns.append(try SourcePattern(pattern))
+            }
+            return ProcessingURLParser(
+                signingKeys: signingKeys, sources: try SourcePolicy(localRoot: root, allowedSources: patterns))
+        } catch {
+            throw ArgumentParser.UsageError(description: error.message)
+        }
+    }
+
     /// The configurations the flags describe.
     static func options(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Options {
         let resources = SystemResources.current
@@ -187,6 +231,8 @@ enum ServeCommand {
                 throw ArgumentParser.UsageError(description: "--root: '\(root)' is not a folder")
             }
         }
+        server.urls = try urls(parsed, root: root)
+        pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly
         let scope =
             IsolationFlags.Scope(rawValue: try parsed.choice("isolate", ["optin", "all", "none"], default: "optin"))
             ?? .optIn
