@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "VipsCore", targets: ["VipsCore"]),
         .library(name: "VipsLoad", targets: ["VipsLoad"]),
+        .library(name: "VipsServe", targets: ["VipsServe"]),
         .executable(name: "vipsload", targets: ["vipsload"])
     ],
     targets: [
@@ -40,21 +41,37 @@ let package = Package(
             pkgConfig: "spng",
             providers: [.apt(["libspng-dev"])]
         ),
+        // libmicrohttpd, the HTTP server under VipsServe: its daemon start and info calls are
+        // variadic (and return unions), so a few static inline wrappers fix them to typed signatures.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            path: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
         .target(
             name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        // The image server: libmicrohttpd's daemon, imgproxy-style URLs, response caches, metrics.
+        .target(
+            name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CVipsShim"],
+            path: "Sources/VipsServe"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
         // The command-line tool.
         .executableTarget(
-            name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
+            name: "vipsload", dependencies: ["VipsBench", "VipsServe", "VipsLoad", "VipsCore"], path: "Sources/vipsload"
+        ),
         .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim"], path: "Tests/VipsCoreTests"),
         // A real HTTP server on 127.0.0.1, shared by the library and CLI tests.
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),
         .testTarget(
             name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
+        .testTarget(
+            name: "VipsServeTests", dependencies: ["VipsServe", "VipsLoad", "VipsCore", "TestSupport"],
+            path: "Tests/VipsServeTests"),
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.

@@ -1,7 +1,7 @@
 import Foundation
 @_spi(Tooling) import VipsCore
 
-/// `vipsload`: info, thumb and bench over the VipsLoad library.
+/// `vipsload`: info, thumb, bench and serve over the VipsLoad library.
 let usage = """
     usage: vipsload <command> [options]
 
@@ -9,6 +9,7 @@ let usage = """
       info     print each image's size, format, bands, alpha, orientation and pages
       thumb    write thumbnails of images (files, folders, URLs) to a folder, in parallel
       bench    measure throughput, cache hits, coalescing, scrolling and scaling
+      serve    serve thumbnails on demand over HTTP (imgproxy's URL format)
       corpus   generate (once) the built-in benchmark corpus and print its folder
       version  print the VipsLoad and libvips versions (also --version, -V)
       help     print this, or a command's options ('vipsload help thumb')
@@ -45,6 +46,7 @@ if command == "--version" || command == "-V" || command == "version" {
 if command == "help", let topic = arguments.first {
     let usages = [
         "info": InfoCommand.usage, "thumb": ThumbCommand.usage, "bench": BenchCommand.usage,
+        "serve": ServeCommand.usage,
         "corpus": CorpusCommand.usage, "version": "usage: vipsload version | --version | -V", "help": usage
     ]
     guard let text = usages[topic] else {
@@ -59,6 +61,15 @@ if command == "bench" {
         exit(try await BenchCommand.run(arguments))
     } catch {
         Terminal.err("vipsload bench: \(error.description)\nRun 'vipsload bench --help' for usage.")
+        exit(2)
+    }
+}
+// The server drains itself on SIGINT/SIGTERM (ServeSignals), so it runs outside SignalHandling.
+if command == "serve" {
+    do {
+        exit(try await ServeCommand.run(arguments))
+    } catch {
+        Terminal.err("vipsload serve: \(error.description)\nRun 'vipsload serve --help' for usage.")
         exit(2)
     }
 }

@@ -59,10 +59,14 @@ final class WorkerPool: Sendable {
     }
 
     /// Decodes the file at `path` (or `data`) as the workers' options say
-    /// (size, mode, `--keep-metadata`, `--animated`), as the pipeline would.
-    func decode(path: String?, data: Data = Data()) async -> Result<ThumbEngine.Output, VipsError> {
+    /// (size, mode, `--keep-metadata`, `--animated`), or as `geometry` says
+    /// when given, as the pipeline would.
+    func decode(
+        path: String?, data: Data = Data(), geometry: WorkerProtocol.Geometry? = nil
+    ) async -> Result<ThumbEngine.Output, VipsError> {
         await onQueue { [self] in
-            request(WorkerProtocol.Request(operation: "thumb", path: path), body: data).flatMap { reply, pixels in
+            request(WorkerProtocol.Request(operation: "thumb", path: path, geometry: geometry), body: data).flatMap {
+                reply, pixels in
                 Result { () throws(VipsError) -> ThumbEngine.Output in try Self.output(reply, pixels) }
             }
         }
