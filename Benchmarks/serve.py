@@ -216,24 +216,32 @@ def memory(root):
 class Sampler(threading.Thread):
     """Samples a process tree's memory every `interval` seconds until stopped."""
 
-    def __init__(self, root, interval):
+    def __init__(self, root, interval, extra=None):
         super().__init__(daemon=True)
-        self.root, self.interval = root, interval
-        self.samples = []  # (seconds since start, rss, pss)
+        self.root, self.interval, self.extra = root, interval, extra
+        self.samples = []  # (seconds since start, rss, pss, extra() or 0)
         self.finished = threading.Event()
         self.start_time = time.monotonic()
 
+    def sample(self):
+        rss, pss = memory(self.root)
+        value = 0
+        if self.extra:
+            try:
+                value = self.extra()
+            except OSError:
+                pass
+        self.samples.append((time.monotonic() - self.start_time, rss, pss, value))
+
     def run(self):
         while not self.finished.is_set():
-            rss, pss = memory(self.root)
-            self.samples.append((time.monotonic() - self.start_time, rss, pss))
+            self.sample()
             self.finished.wait(self.interval)
 
     def stop(self):
         self.finished.set()
         self.join()
-        rss, pss = memory(self.root)
-        self.samples.append((time.monotonic() - self.start_time, rss, pss))
+        self.sample()
         return self.samples
 
 
@@ -472,13 +480,13 @@ def wrk(args, server, seconds, connections, url_list=None, single=None):
     return figures
 
 
-def measure(args, server, seconds, connections, url_list=None, single=None, interval=0.2):
+def measure(args, server, seconds, connections, url_list=None, single=None, interval=0.2, extra=None):
     """One wrk run with the server tree sampled: the row's figures."""
     root = server.process.pid
     before = cpu_seconds(root)
     split_before = cpu_by_process(root)
     metrics_before = server.metrics()
-    sampler = Sampler(root, interval)
+    sampler = Sampler(root, interval, extra)
     sampler.start()
     figures = wrk(args, server, seconds, connections, url_list=url_list, single=single)
     samples = sampler.stop()
@@ -675,12 +683,14 @@ def soak(args, work):
         description, env = ALLOCATORS[key]
         if env is None:
             env = {"LD_PRELOAD": jemalloc_path()}
-        server = VipsLoadServer(args, work, env_extra=env, label=key, extra_flags=args.soak_flag).start()
+        flags = (["--memory-cache", str(args.soak_memory_cache)] if args.soak_memory_cache is not None else [])
+        server = VipsLoadServer(args, work, env_extra=env, label=key, extra_flags=flags + args.soak_flag).start()
         try:
             url_list = server.write_list(jobs, os.path.join(work, "soak.txt"))
             print(f"serve: soak {key}: {args.minutes} min, {args.soak_connections} connections", file=sys.stderr)
             figures = measure(args, server, int(args.minutes * 60), args.soak_connections, url_list=url_list,
-                              interval=1.0)
+                              interval=1.0,
+                              extra=lambda s=server: s.metrics().get("vipsload_response_cache_bytes", 0))
             figures["key"], figures["description"] = key, description
             rows.append(figures)
             write_series(args, key, figures["samples"])
@@ -694,9 +704,9 @@ def write_series(args, key, samples):
         return
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"soak-{key}.csv"), "w") as f:
-        f.write("seconds,rss_bytes,pss_bytes\n")
-        for t, rss, pss in samples:
-            f.write(f"{t:.1f},{rss},{pss}\n")
+        f.write("seconds,rss_bytes,pss_bytes,response_cache_bytes\n")
+        for t, rss, pss, cache in samples:
+            f.write(f"{t:.1f},{rss},{pss},{cache:.0f}\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -832,20 +842,21 @@ def print_commands(rows, work):
 
 def report_soak(args, rows, work):
     header(args)
-    print(f"### Soak: {args.minutes} min at saturation over the mixed corpus ({args.soak_connections} connections, "
-          "boxes 64–1024, every URL distinct); RSS of the server every second")
+    print(f"### Soak: {args.minutes:g} min at saturation over the mixed corpus ({args.soak_connections} connections, "
+          f"boxes 64–1024, every URL distinct, --memory-cache {args.soak_memory_cache} MB); "
+          "RSS of the server every second")
     print()
     print("| allocator | req/s | p99 ms | RSS after 1 min MB | RSS at the end MB | end ÷ 1 min | peak RSS MB | "
-          "CPU ms/req | response cache MB | errors |")
+          "CPU ms/req | response cache MB (1 min → end) | errors |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for f in rows:
         samples = f["samples"]
         minute = next((s for s in samples if s[0] >= 60), samples[-1])
-        end = samples[-1]
-        cache = f["metrics_end"].get("vipsload_response_cache_bytes", 0)
+        # The last sample taken while wrk ran (the final one is taken after it stopped).
+        end = samples[-2] if len(samples) > 1 else samples[-1]
         print(f"| {f['key']} | {rate(f):.1f} | {ms(f['p99_us'])} | {mb(minute[1])} | {mb(end[1])} | "
               f"**{end[1] / max(1, minute[1]):.2f}** | {mb(max(s[1] for s in samples))} | "
-              f"{1000 * f['cpu_s'] / max(1, f['requests']):.1f} | {mb(cache)} | {errors(f)} |")
+              f"{1000 * f['cpu_s'] / max(1, f['requests']):.1f} | {mb(minute[3])} → {mb(end[3])} | {errors(f)} |")
     print()
     for f in rows:
         print(f"- {f['key']}: {f['description']}")
@@ -881,6 +892,9 @@ def main():
                         help=f"soak: any of {','.join(ALLOCATORS)}")
     parser.add_argument("--vipsload-flag", action="append", default=[],
                         help="an extra argument for `vipsload serve` (repeat for more)")
+    parser.add_argument("--soak-memory-cache", type=int, default=32,
+                        help="soak: `vipsload serve --memory-cache MB` (default 32, full within the first "
+                             "minute, so later growth is the allocator's, not the cache filling)")
     parser.add_argument("--soak-flag", action="append", default=[],
                         help="an extra argument for `vipsload serve` in the soak only")
     parser.add_argument("--out", help="folder for the soak's RSS series (CSV) and the raw figures (JSON)")

@@ -118,12 +118,18 @@ def check_manifest(doc):
     port = int(option(args, "--port", 8080))
     probe = container.get("readinessProbe", {}).get("httpGet", {})
     assert_that(probe.get("path") == "/health", "the readiness probe asks /health")
-    assert_that(int(probe.get("port", -1)) == port, f"the readiness probe asks the served port {port}")
+    named = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if p.get("name")}
+    probed = named.get(probe.get("port"), probe.get("port"))
+    assert_that(str(probed) == str(port), f"the readiness probe asks the served port {port} (it asks {probed})")
     drain = float(option(args, "--drain-timeout", 10))
     grace = pod.get("terminationGracePeriodSeconds", 30)
     assert_that(grace > drain, f"terminationGracePeriodSeconds {grace} is above --drain-timeout {drain:g}")
     requests = container.get("resources", {}).get("requests", {})
+    limits = container.get("resources", {}).get("limits", {})
     assert_that("cpu" in requests and "memory" in requests, "the container requests CPU and memory")
+    # Requests equal to limits: the cgroup limits the defaults read are what the scheduler reserved.
+    assert_that(all(str(limits.get(k)) == str(requests[k]) for k in ("cpu", "memory")),
+                f"limits equal to requests (requests {requests}, limits {limits})")
     cache = option(args, "--cache-dir")
     assert_that(cache is not None, "the replicas keep a disk cache (--cache-dir)")
     mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
@@ -133,9 +139,19 @@ def check_manifest(doc):
     assert_that("emptyDir" in cache_volume or "hostPath" in cache_volume,
                 "the disk cache is per pod or node (emptyDir or hostPath), not shared storage")
     say(f"manifest: a Deployment of {replicas} replicas, readiness on /health:{port}, "
-        f"terminationGracePeriodSeconds {grace} > --drain-timeout {drain:g}, requests {requests}, "
+        f"terminationGracePeriodSeconds {grace} > --drain-timeout {drain:g}, requests = limits {requests}, "
         f"--cache-dir {cache} on {'emptyDir' if 'emptyDir' in cache_volume else 'hostPath'}")
-    return args, replicas, drain, mounts
+    labels = spec["template"].get("metadata", {}).get("labels", {})
+    for service in (d for d in documents if d.get("kind") == "Service"):
+        selector = service["spec"].get("selector", {})
+        assert_that(selector and all(labels.get(k) == v for k, v in selector.items()),
+                    f"the Service's selector {selector} matches the pods' labels {labels}")
+        for entry in service["spec"].get("ports", []):
+            target = entry.get("targetPort", entry.get("port"))
+            target = named.get(target, target)
+            assert_that(str(target) == str(port), f"the Service's targetPort reaches the served port {port}")
+        say(f"manifest: the Service selects the pods and forwards to port {port}")
+    return args, replicas, drain, grace
 
 
 def assert_that(condition, what):
@@ -148,10 +164,9 @@ def assert_that(condition, what):
 
 
 class Replica:
-    def __init__(self, binary, args, work, index, images, extra):
+    def __init__(self, binary, args, work, index, images, cache, extra):
         self.index, self.work = index, work
-        self.cache = os.path.join(work, f"cache-{index}")
-        os.makedirs(self.cache, exist_ok=True)
+        self.cache = cache
         mapped = list(args)
         for name, value in (("--bind", "127.0.0.1"), ("--port", "0"), ("--root", images), ("--cache-dir", self.cache)):
             if name in mapped:
@@ -217,13 +232,30 @@ def thumbnail(source, width=200, height=200):
 # 3. The load balancer
 
 
+# What stands in for the Service when the doc shows no nginx block: round robin over the replicas,
+# the next one tried when a replica refuses (a draining one stops accepting) or answers 503, as
+# a Service stops sending to a pod whose readiness fails.
+STAND_IN = """upstream vipsload {
+    server 127.0.0.1:8080;
+    keepalive 16;
+}
+server {
+    listen 80;
+    location / {
+        proxy_pass http://vipsload;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_next_upstream error timeout http_503;
+    }
+}
+"""
+
+
 def start_nginx(doc, replicas, work, nginx):
     found = blocks(doc, "nginx")
-    if not found:
-        raise Failure(f"{doc} has no ```nginx block for the load balancer")
-    config = found[0]
+    config = found[0] if found else STAND_IN
     upstream = "".join(f"    server 127.0.0.1:{r.port};\n" for r in replicas)
-    config, count = re.subn(r"(upstream\s+\w+\s*\{\n)(?:\s*server\s+[^;]+;\n)+", r"\g<1>" + upstream.replace("\\", r"\\"),
+    config, count = re.subn(r"(upstream\s+\w+\s*\{\n)(?:\s*server\s+[^;]+;\n)+", lambda m: m.group(1) + upstream,
                             config)
     if count != 1:
         raise Failure("the nginx block's upstream has no `server` lines to replace")
@@ -254,7 +286,7 @@ def start_nginx(doc, replicas, work, nginx):
             return False
 
     wait_until(ready, "nginx answering")
-    return process, base
+    return process, base, "the doc's nginx block" if found else "nginx standing in for the Service"
 
 
 def through(base, paths):
@@ -268,7 +300,7 @@ def through(base, paths):
 # 4. The drain, 5. the disk cache
 
 
-def drain(replica, others, origin, base, names, drain_timeout):
+def drain(replica, others, origin, base, names, drain_timeout, grace):
     # A keep-alive connection opened before the signal, for the 503 on an open connection.
     connection = http.client.HTTPConnection("127.0.0.1", replica.port, timeout=30)
     connection.request("GET", "/health")
@@ -306,10 +338,11 @@ def drain(replica, others, origin, base, names, drain_timeout):
     thread.join(WAIT)
     if in_flight.get("status") != 200 or not in_flight.get("jpeg"):
         raise Failure(f"the request in flight during the drain did not complete with a JPEG: {in_flight}")
+    # Kubernetes kills the pod terminationGracePeriodSeconds after SIGTERM: it must be gone by then.
     try:
-        replica.process.wait(drain_timeout + WAIT)
+        replica.process.wait(max(0.0, grace - (time.monotonic() - signalled)))
     except subprocess.TimeoutExpired:
-        raise Failure(f"replica {replica.index} did not exit after SIGTERM") from None
+        raise Failure(f"replica {replica.index} had not exited {grace} s after SIGTERM (the grace period)") from None
     elapsed = time.monotonic() - signalled
     children.remove(replica.process)
     if replica.process.returncode != 0:
@@ -319,7 +352,7 @@ def drain(replica, others, origin, base, names, drain_timeout):
             raise Failure(f"replica {other.index} is not ready any more")
     say(f"drain: replica {replica.index} answered 503 on /health and on an open connection, nginx went on "
         f"answering from the others, the request in flight completed with 200, exit 0 {elapsed:.1f} s after "
-        f"SIGTERM (--drain-timeout {drain_timeout:g})")
+        f"SIGTERM (--drain-timeout {drain_timeout:g}, grace period {grace} s)")
 
 
 def health(replica):
@@ -342,7 +375,7 @@ def main():
     replicas = []
     status = 1
     try:
-        command, count, drain_timeout, _ = check_manifest(args.doc)
+        command, count, drain_timeout, grace = check_manifest(args.doc)
         images = os.path.join(work, "images")
         os.makedirs(images)
         names = []
@@ -353,27 +386,30 @@ def main():
         origin = HeldOrigin({n: os.path.join(images, n) for n in names}, wait=WAIT)
         # The drain check's source comes from this machine's origin, which a replica refuses by default.
         extra = ["--allow-source", "127.0.0.1", "--allow-private-sources"]
+        # One machine is one node: the replicas share its cache folder, as the hostPath volume does.
+        cache = os.path.join(work, "node-cache")
+        os.makedirs(cache)
         for index in range(min(count, 3)):
-            replicas.append(Replica(args.vipsload, command, work, index, images, extra))
+            replicas.append(Replica(args.vipsload, command, work, index, images, cache, extra))
         for replica in replicas:
             wait_until(lambda r=replica: health(r) == 200, f"replica {replica.index}'s readiness (/health 200)")
         say(f"replicas: {len(replicas)} running `{' '.join(['vipsload', 'serve'] + command)}` (volumes and port "
             "mapped), each ready on /health")
-        nginx, base = start_nginx(args.doc, replicas, work, args.nginx)
+        nginx, base, balancer = start_nginx(args.doc, replicas, work, args.nginx)
         before = [r.metric("vipsload_http_requests_total") for r in replicas]
         paths = [thumbnail(f"local:///{names[i % len(names)]}", 200 + i, 200) for i in range(30)]
         through(base, paths)
         reached = [r.metric("vipsload_http_requests_total") - b for r, b in zip(replicas, before)]
         if min(reached) < 1:
             raise Failure(f"nginx did not spread the requests over every replica: {reached}")
-        say(f"load balancer: 30 requests through nginx, all 200, spread over the replicas as {reached} "
-            "(each count includes this check's /metrics reads)")
+        say(f"load balancer ({balancer}): 30 requests, all 200, spread over the replicas as {reached} "
+            "(each count includes this check's /metrics and /health reads)")
         # A thumbnail the first replica makes before its drain, for the disk-cache check after it.
         kept = thumbnail(f"local:///{names[2]}", 180, 180)
         if get(replicas[0].base + kept)[0] != 200:
             raise Failure(f"replica 0 did not answer {kept}")
-        drain(replicas[0], replicas[1:], origin, base, names, drain_timeout)
-        # The drained replica's disk cache: restarted on it, it serves that thumbnail from disk.
+        drain(replicas[0], replicas[1:], origin, base, names, drain_timeout, grace)
+        # The node's disk cache: the drained replica, restarted on it, serves that thumbnail from disk.
         replicas[0].start()
         wait_until(lambda: health(replicas[0]) == 200, "the restarted replica's readiness")
         status_code, body = get(replicas[0].base + kept)
@@ -382,8 +418,8 @@ def main():
         if status_code != 200 or not body.startswith(b"\xff\xd8") or hits != 1 or decodes != 0:
             raise Failure(f"the restarted replica answered {status_code} with {hits:.0f} disk-cache hits and "
                           f"{decodes:.0f} decodes for a thumbnail it made before (expected 200, 1, 0)")
-        say("disk cache: restarted on its cache folder, the drained replica served a thumbnail it had made "
-            "before from disk, with no decode")
+        say("disk cache: restarted on the node's cache folder, the drained replica served a thumbnail it had "
+            "made before from disk, with no decode")
         nginx.terminate()
         nginx.wait(WAIT)
         children.remove(nginx)
