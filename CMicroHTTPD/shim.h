@@ -9,25 +9,43 @@
 #ifndef CMICROHTTPD_SHIM_H
 #define CMICROHTTPD_SHIM_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 /* Not a wrapper: VipsServe's HangupWatcher polls suspended connections' sockets with epoll, and
    <sys/epoll.h> is not part of Swift's Glibc module, so the header is made visible here. */
 #include <sys/epoll.h>
 
+/* libmicrohttpd's error logger is called with a format and a va_list. Swift 6.3 crashes loading
+   any Swift declaration of that function type back from a module, so the message is formatted
+   here and handed to Swift as text: `handler(cls, message)`. */
+typedef void (*vl_mhd_message_handler)(void *cls, const char *message);
+struct vl_mhd_logger {
+    vl_mhd_message_handler handler;
+    void *cls;
+};
+
+static inline void vl_mhd_log_formatted(void *logger, const char *format, va_list arguments) {
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    const struct vl_mhd_logger *target = logger;
+    target->handler(target->cls, message);
+}
+
 /* MHD_start_daemon is variadic: its callbacks (the error logger, given first as libmicrohttpd
-   asks; the access handler; the request-completed notification; the URI logger, whose return
-   value becomes the request's context) are fixed arguments here, all with one closure, and
-   every other option comes in `options`, an array ending with MHD_OPTION_END
-   (MHD_OPTION_ARRAY). No accept policy callback. */
+   asks, through `logger`, which must outlive the daemon; the access handler; the
+   request-completed notification; the URI logger, whose return value becomes the request's
+   context) are fixed arguments here, all with closure `cls`, and every other option comes in
+   `options`, an array ending with MHD_OPTION_END (MHD_OPTION_ARRAY). No accept policy callback. */
 static inline struct MHD_Daemon *vl_mhd_start_daemon(
-    unsigned int flags, uint16_t port, void *cls, MHD_LogCallback logger, MHD_AccessHandlerCallback handler,
+    unsigned int flags, uint16_t port, void *cls, struct vl_mhd_logger *logger, MHD_AccessHandlerCallback handler,
     MHD_RequestCompletedCallback completed,
     void *(*uri_logger)(void *cls, const char *uri, struct MHD_Connection *connection),
     const struct MHD_OptionItem *options) {
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
-                            MHD_OPTION_EXTERNAL_LOGGER, logger, cls,
+                            MHD_OPTION_EXTERNAL_LOGGER, vl_mhd_log_formatted, logger,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);

@@ -48,6 +48,9 @@ final class HTTPServer: Sendable {
     // Written once in init, before any other thread can see the server.
     nonisolated(unsafe) private var daemon: OpaquePointer?
     nonisolated(unsafe) private var boundPort: UInt16 = 0
+    /// libmicrohttpd's error logger's target (`CMicroHTTPD`), freed with the server.
+    // Written once in init (before libmicrohttpd runs), read only by libmicrohttpd.
+    nonisolated(unsafe) private let logger = UnsafeMutablePointer<vl_mhd_logger>.allocate(capacity: 1)
     // The reference libmicrohttpd's callbacks hold, released by `stop()`.
     nonisolated(unsafe) private var retained: Unmanaged<HTTPServer>?
 
@@ -70,6 +73,7 @@ final class HTTPServer: Sendable {
             | MHD_USE_TURBO.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let retained = Unmanaged.passRetained(self)
+        logger.initialize(to: vl_mhd_logger(handler: Self.logMessage, cls: retained.toOpaque()))
         let started = address.withSockaddr { sockaddr -> OpaquePointer? in
             var options: [MHD_OptionItem] = [
                 MHD_OptionItem(
@@ -93,10 +97,11 @@ final class HTTPServer: Sendable {
             }
             options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
             return vl_mhd_start_daemon(
-                flags, configuration.port, retained.toOpaque(), logMessage, Self.accessHandler,
+                flags, configuration.port, retained.toOpaque(), logger, Self.accessHandler,
                 Self.requestCompleted, Self.requestStarted, &options)
         }
         guard let started else {
+            logger.deinitialize(count: 1)
             retained.release()
             watcher.stop()
             throw VipsError(
@@ -105,6 +110,10 @@ final class HTTPServer: Sendable {
         daemon = started
         self.retained = retained
         boundPort = vl_mhd_bound_port(started)
+    }
+
+    deinit {
+        logger.deallocate()
     }
 
     /// Requests in flight: their request line arrived, their response is not sent yet.
@@ -297,6 +306,16 @@ final class HTTPServer: Sendable {
         return server.handle(exchange, method: method.map { String(cString: $0) } ?? "")
     }
 
+    private static let logMessage: vl_mhd_message_handler = { context, text in
+        guard let context, let text else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+        let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        // What libmicrohttpd says when the handler drops the connection of a
+        // client that hung up: the server's own doing, not news.
+        guard !message.hasPrefix("Application reported internal error") else { return }
+        server.message(message)
+    }
+
     private static let requestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, termination in
         guard let context, let stored = requestContext?.pointee else { return }
         requestContext?.pointee = nil
@@ -304,20 +323,4 @@ final class HTTPServer: Sendable {
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(stored).takeRetainedValue()
         server.complete(exchange, termination)
     }
-}
-
-// libmicrohttpd's error logger takes a `va_list`: a file-level function, not a member of
-// `HTTPServer` (Swift 6.3 crashes loading a member of that C function type from the module).
-/// Formats a message of libmicrohttpd's and hands it to the server's handler.
-private let logMessage: MHD_LogCallback = { context, format, arguments in
-    guard let context, let format, let arguments else { return }
-    var buffer = [CChar](repeating: 0, count: 512)
-    _ = vsnprintf(&buffer, buffer.count, format, arguments)
-    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        .trimmingCharacters(in: .whitespacesAndNewlines)
-    // What libmicrohttpd says when the handler drops the connection of a
-    // client that hung up: the server's own doing, not news.
-    guard !text.hasPrefix("Application reported internal error") else { return }
-    server.message(text)
 }
