@@ -455,6 +455,19 @@ http {{
         return f"http://127.0.0.1:{self.port}"
 
 
+class ExternalOrigin:
+    """An origin serving the corpus that someone else started (serve.sh: Benchmarks/nginx.sh)."""
+
+    def __init__(self, url):
+        self.base = url.rstrip("/")
+        self.command = ["nginx"]
+        self.conf = "Benchmarks/nginx.sh (nginx_serve CORPUS)"
+        self.process = None
+
+    def url(self):
+        return self.base
+
+
 # ---------------------------------------------------------------------------------------------
 # Runs
 
@@ -554,7 +567,9 @@ def row(args, make_server, cls, files, url_list_for, seconds, connections):
 def bench(args, work):
     classes = corpus_classes(args.corpus)
     chosen = [c for c in args.classes if c in classes] if args.classes else list(classes)
-    origin = Origin(args, work) if "remote" in args.scenarios and "vipsload" in args.servers else None
+    origin = None
+    if "remote" in args.scenarios and "vipsload" in args.servers:
+        origin = ExternalOrigin(args.origin) if args.origin else Origin(args, work)
     results = {"cold": [], "warm": [], "remote": []}
     read_corpus(args.corpus)
 
@@ -595,7 +610,8 @@ def bench(args, work):
                 figures = row(args, make, cls, files, url_list_for, args.seconds, args.connections)
                 figures["key"] = key
                 if key == "remote":
-                    figures["origin_command"] = shlex.join(origin.command) + f"   # {origin.conf}"
+                    figures["origin_command"] = (shlex.join(origin.command) + f"   # {origin.conf}"
+                                                 if origin.process else f"# origin: {origin.conf} at {origin.url()}")
                 results["cold"].append(figures)
 
     if "warm" in args.scenarios:
@@ -621,7 +637,7 @@ def bench(args, work):
             finally:
                 stop(server.process)
 
-    if origin:
+    if origin and origin.process:
         stop(origin.process)
     report_bench(args, results, work)
 
@@ -876,6 +892,7 @@ def main():
     parser.add_argument("--corpus", required=True, help="the corpus folder (serve.sh passes `vipsload corpus`)")
     parser.add_argument("--wrk", default=shutil.which("wrk") or "wrk")
     parser.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    parser.add_argument("--origin", help="the corpus served over HTTP at this URL (default: an nginx of its own)")
     parser.add_argument("--quick", action="store_true", help="short rows (5 s cold, 3 s warm), for development")
     parser.add_argument("--seconds", type=int, help="seconds per cold row (default 20; 5 with --quick)")
     parser.add_argument("--warm-seconds", type=int, help="seconds per warm row (default 10; 3 with --quick)")

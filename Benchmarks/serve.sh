@@ -42,6 +42,16 @@ export SERVE_INVOCATION="Benchmarks/serve.sh${*:+ $*}"
 SERVE_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git -C "$root" diff --quiet HEAD -- Sources Package.swift 2>/dev/null || SERVE_REVISION+=" + local changes"
 export SERVE_REVISION
-# serve.py owns every process it starts; exec keeps this shell out of the way of its signals.
-exec "$venv/bin/python" "$root/Benchmarks/serve.py" --vipsload "$bin" --thumbor "$venv/bin/thumbor" \
-  --corpus "$corpus" "$@"
+# The remote sources' origin: the project's private nginx (Benchmarks/nginx.sh, which stops it on
+# EXIT, INT and TERM) when it is there; else serve.py starts an nginx of its own.
+origin=()
+if [ -f "$root/Benchmarks/nginx.sh" ] && [ "${1:-}" != soak ]; then
+  # shellcheck source=/dev/null
+  source "$root/Benchmarks/nginx.sh"
+  nginx_serve "$corpus"
+  origin=(--origin "$NGINX_URL")
+fi
+# serve.py owns every process it starts (servers, wrk, its nginx), each in a process group it
+# kills on exit, on errors and on SIGINT/SIGTERM.
+"$venv/bin/python" "$root/Benchmarks/serve.py" --vipsload "$bin" --thumbor "$venv/bin/thumbor" \
+  --corpus "$corpus" "${origin[@]}" "$@"
