@@ -816,7 +816,7 @@ def report_bench(args, results, work):
                 ratio = f"**{rate(f) / rate(local):.2f}×**" if g is f and local else ""
                 print(f"| {g['class']} | {label} | {rate(g):.1f} | {ms(g['p50_us'])} | {ms(g['p95_us'])} | "
                       f"{ms(g['p99_us'])} | {mb(g['peak_rss'])} | {100 * g['cpu_s'] / seconds:.0f} | "
-                      f"{downloads:.0f} | {source_bytes / 1e6 / seconds if g is f else 0:.0f} | {errors(g)} | "
+                      f"{downloads:.0f} | {f'{source_bytes / 1e6 / seconds:.0f}' if g is f else '–'} | {errors(g)} | "
                       f"{ratio} |")
         print()
     warm = results["warm"]
