@@ -306,7 +306,7 @@ class VipsLoadServer(Server):
         # and says which when it is ready.
         command = [self.args.vipsload, "serve", "--root", self.args.corpus, "--port", "0", "--quiet"]
         if self.origin:
-            command += ["--allow-source", "127.0.0.1", "--allow-private-sources"]
+            command += ["--allow-source", "127.0.0.1:*", "--allow-private-sources"]
         return command + self.extra_flags + self.args.vipsload_flag
 
     def start(self):

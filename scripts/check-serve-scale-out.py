@@ -25,6 +25,7 @@ ended on the way out, on errors and on SIGINT/SIGTERM too; its temporary folder 
 """
 
 import argparse
+import urllib.parse
 import http.client
 import json
 import os
@@ -225,7 +226,8 @@ class Replica:
 
 
 def thumbnail(source, width=200, height=200):
-    return f"/insecure/rs:fit:{width}:{height}/q:80/plain/{source}@jpg"
+    # A plain source is percent-encoded (imgproxy's rule): its own query would end the path.
+    return f"/insecure/rs:fit:{width}:{height}/q:80/plain/{urllib.parse.quote(source, safe=':/')}@jpg"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,13 +303,17 @@ def through(base, paths):
 
 
 def drain(replica, others, origin, base, names, drain_timeout, grace):
-    # A keep-alive connection opened before the signal, for the 503 on an open connection.
-    connection = http.client.HTTPConnection("127.0.0.1", replica.port, timeout=30)
-    connection.request("GET", "/health")
-    response = connection.getresponse()
-    response.read()
-    if response.status != 200:
-        raise Failure(f"replica {replica.index}: /health answered {response.status} before the drain")
+    # Keep-alive connections opened before the signal, for the 503s on open connections (a
+    # draining replica accepts no new connection: a new probe is refused).
+    connections = []
+    for _ in range(2):
+        connection = http.client.HTTPConnection("127.0.0.1", replica.port, timeout=30)
+        connection.request("GET", "/health")
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            raise Failure(f"replica {replica.index}: /health answered {response.status} before the drain")
+        connections.append(connection)
     held = f"/hold/{names[0]}?drain"
     in_flight = {}
 
@@ -323,14 +329,16 @@ def drain(replica, others, origin, base, names, drain_timeout, grace):
     origin.wait_for(lambda: held in origin.started, "the in-flight request's download")
     signalled = time.monotonic()
     os.killpg(replica.process.pid, signal.SIGTERM)
-    wait_until(lambda: health(replica) == 503, f"replica {replica.index}'s /health answering 503 while draining")
-    connection.request("GET", thumbnail(f"local:///{names[1]}"))
-    response = connection.getresponse()
-    response.read()
-    if response.status != 503:
-        raise Failure(f"replica {replica.index}: a new request on an open connection answered {response.status}, "
-                      "not 503, while draining")
-    connection.close()
+    wait_until(lambda: health(replica) in (503, None),
+               f"replica {replica.index} refusing new connections (or answering /health 503) while draining")
+    for connection, target in zip(connections, ["/health", thumbnail(f"local:///{names[1]}")]):
+        connection.request("GET", target)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 503:
+            raise Failure(f"replica {replica.index}: {target} on an open connection answered {response.status}, "
+                          "not 503, while draining")
+        connection.close()
     through(base, [thumbnail(f"local:///{names[i % len(names)]}", 150 + i, 150) for i in range(12)])
     if thread.is_alive() is False:
         raise Failure(f"the request in flight ended before its source was released: {in_flight}")
@@ -350,7 +358,8 @@ def drain(replica, others, origin, base, names, drain_timeout, grace):
     for other in others:
         if health(other) != 200:
             raise Failure(f"replica {other.index} is not ready any more")
-    say(f"drain: replica {replica.index} answered 503 on /health and on an open connection, nginx went on "
+    say(f"drain: replica {replica.index} refused new connections, answered 503 to /health and to an image on "
+        f"open connections, nginx went on "
         f"answering from the others, the request in flight completed with 200, exit 0 {elapsed:.1f} s after "
         f"SIGTERM (--drain-timeout {drain_timeout:g}, grace period {grace} s)")
 
@@ -385,7 +394,7 @@ def main():
             names.append(name)
         origin = HeldOrigin({n: os.path.join(images, n) for n in names}, wait=WAIT)
         # The drain check's source comes from this machine's origin, which a replica refuses by default.
-        extra = ["--allow-source", "127.0.0.1", "--allow-private-sources"]
+        extra = ["--allow-source", "127.0.0.1:*", "--allow-private-sources"]
         # One machine is one node: the replicas share its cache folder, as the hostPath volume does.
         cache = os.path.join(work, "node-cache")
         os.makedirs(cache)

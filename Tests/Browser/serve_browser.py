@@ -27,6 +27,7 @@ is removed.
 """
 
 import argparse
+import urllib.parse
 import os
 import re
 import shutil
@@ -87,7 +88,7 @@ def make_sources(folder, count):
 class ImageServer:
     def __init__(self, binary, root, work, extra):
         self.log = os.path.join(work, "serve.log")
-        self.command = [binary, "serve", "--port", "0", "--root", root, "--allow-source", "127.0.0.1",
+        self.command = [binary, "serve", "--port", "0", "--root", root, "--allow-source", "127.0.0.1:*",
                         "--allow-private-sources"] + extra
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT,
@@ -156,7 +157,8 @@ class ImageServer:
 
 
 def thumbnail_path(source, width, height):
-    return f"/insecure/rs:fit:{width}:{height}/q:80/plain/{source}@jpg"
+    # A plain source is percent-encoded (imgproxy's rule): its own query would end the path.
+    return f"/insecure/rs:fit:{width}:{height}/q:80/plain/{urllib.parse.quote(source, safe=':/')}@jpg"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,9 +209,14 @@ window.broken = [];
 for (const img of document.images) img.addEventListener("error", () => {{
   if (img.getAttribute("src")) window.broken.push(img.getAttribute("src"));
 }});
-// A virtualised list reusing its cells: each gets the next row's image. Setting src again is
-// the browser's cancel of the cell's previous request.
-window.reuse = sources => sources.forEach((src, i) => {{ document.getElementById("cell" + i).src = src; }});
+// A virtualised list reusing its cells, as seed 004's table view does: a reused cell first drops
+// its image (removing src aborts the request still in flight, the HTML standard's "abort the image
+// request", with no error event; Chromium keeps loading an image whose src is merely replaced),
+// then, on the next frame, shows the next row's.
+window.reuse = sources => {{
+  sources.forEach((src, i) => {{ document.getElementById("cell" + i).removeAttribute("src"); }});
+  requestAnimationFrame(() => sources.forEach((src, i) => {{ document.getElementById("cell" + i).src = src; }}));
+}};
 </script></body></html>"""
 
 
@@ -358,7 +365,7 @@ def main():
     except (Failure, OriginTimeout) as failure:
         print(f"serve_browser: FAILED: {failure}", file=sys.stderr)
         if server:
-            print("--- vipsload serve's log (last lines) ---\n" + "\n".join(server.read_log().splitlines()[-30:]),
+            print("--- vipsload serve's log (last lines) ---\n" + "\n".join([l for l in server.read_log().splitlines() if "GET /metrics" not in l][-30:]),
                   file=sys.stderr)
     except KeyboardInterrupt as interrupt:
         print(f"serve_browser: interrupted ({interrupt})", file=sys.stderr)
