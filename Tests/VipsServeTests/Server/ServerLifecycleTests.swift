@@ -102,10 +102,11 @@ final class ServerLifecycleTests: XCTestCase {
         XCTAssertEqual(response.status, 431, "header fields beyond the connection's memory")
     }
 
-    func testAnUnknownPathGets404() throws {
+    func testAPathThatIsNoImageURLIsRefusedWithoutNamingAPath() throws {
         let (server, _) = try makeServer()
+        // Not /health or /metrics: read as a processing URL, whose last segment is no source.
         let response = try TestConnection(port: server.port).request("/no/such/thing")
-        XCTAssertEqual(response.status, 404)
+        XCTAssertEqual(response.status, 400)
         XCTAssertFalse(response.text.contains("/"), "the body names no path: \(response.text)")
     }
 
