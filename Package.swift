@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "VipsCore", targets: ["VipsCore"]),
         .library(name: "VipsLoad", targets: ["VipsLoad"]),
+        .library(name: "VipsServe", targets: ["VipsServe"]),
         .executable(name: "vipsload", targets: ["vipsload"])
     ],
     targets: [
@@ -61,6 +62,14 @@ let package = Package(
             pkgConfig: "libxxhash",
             providers: [.apt(["libxxhash-dev"])]
         ),
+        // libmicrohttpd, the HTTP server under VipsServe: its daemon start and info calls are
+        // variadic (and return unions), so a few static inline wrappers fix them to typed signatures.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            path: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
         // Decode core: the only Swift that speaks C.
         .target(
             name: "VipsCore",
@@ -71,12 +80,18 @@ let package = Package(
         // Generated photo-like images and a seeded generator, for the tests, the benchmark corpus and
         // the fuzz seeds: a target, not a product, so it is no part of the library's API.
         .target(name: "VipsSynthesis", dependencies: ["VipsCore", "CVipsShim"], path: "Sources/VipsSynthesis"),
+        // The image server: libmicrohttpd's daemon, imgproxy's URLs and signatures (GLib's GHmac, through
+        // CVipsShim), the source policy, response caches, metrics.
+        .target(
+            name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CVipsShim"],
+            path: "Sources/VipsServe"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(
             name: "VipsBench", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis"], path: "Sources/VipsBench"),
         // The command-line tool.
         .executableTarget(
-            name: "vipsload", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Sources/vipsload"),
+            name: "vipsload", dependencies: ["VipsBench", "VipsServe", "VipsLoad", "VipsCore"], path: "Sources/vipsload"
+        ),
         .testTarget(
             name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim", "VipsSynthesis"],
             path: "Tests/VipsCoreTests"),
@@ -85,6 +100,9 @@ let package = Package(
         .testTarget(
             name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
             path: "Tests/VipsLoadTests"),
+        .testTarget(
+            name: "VipsServeTests", dependencies: ["VipsServe", "VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
+            path: "Tests/VipsServeTests"),
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the DocC archives of the library products (VipsCore, VipsLoad) with the toolchain's
+# Builds the DocC archives of the library products (VipsCore, VipsLoad, VipsServe) with the toolchain's
 # own `docc`: no plugin package is fetched. Symbol graphs come from the compiler during a build
 # in its own scratch folder (.build/docs, so the normal build is not invalidated), then
 # `docc convert` joins each module's graphs with its catalog (Sources/<Module>/<Module>.docc).
@@ -7,7 +7,7 @@
 # --warnings-as-errors, and the warnings are printed.
 #
 # Usage: scripts/docs.sh [OUTPUT_DIR]      (default: .build/docs/archives)
-# Writes OUTPUT_DIR/VipsCore.doccarchive and OUTPUT_DIR/VipsLoad.doccarchive, for static
+# Writes OUTPUT_DIR/<Module>.doccarchive for each of them, for static
 # hosting (open OUTPUT_DIR/<Module>.doccarchive/index.html through any web server). The doc
 # coverage check (every public declaration documented) is the DocCoverageTests test, run by
 # scripts/test.sh; `swift test --filter DocCoverageTests` runs it alone.
@@ -18,7 +18,7 @@ scripts/setup.sh
 output=${1:-.build/docs/archives}
 scratch=.build/docs
 graphs=$scratch/symbol-graphs
-modules=(VipsCore VipsLoad)
+modules=(VipsCore VipsLoad VipsServe)
 
 # The compiler writes a module's graphs when it compiles the module, so the folder is kept between
 # runs (an unchanged module is not recompiled and keeps its graphs).

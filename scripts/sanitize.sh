@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the decode tests under AddressSanitizer (+ LeakSanitizer) and the
-# pipeline tests under ThreadSanitizer. Any report fails the run.
+# pipeline and server tests under ThreadSanitizer. Any report fails the run.
 #
 #   scripts/sanitize.sh [address|thread|all]     (default all)
 #
@@ -38,6 +38,8 @@ if [ "$which" = thread ] || [ "$which" = all ]; then
   # The pipeline, caching and loading tests, and the decoder's own concurrency
   # (a pipeline decodes in parallel) with good and hostile input.
   has_tests VipsLoadTests && filters+=(--filter VipsLoadTests)
+  # The server: libmicrohttpd's threads, the hang-up watcher and the renders meet in its locks.
+  has_tests VipsServeTests && filters+=(--filter VipsServeTests)
   if has_tests VipsCoreTests; then
     filters+=(--filter 'VipsCoreTests.ConcurrencyTests' --filter 'HostileInputTests.testHostileAndGoodInputsDecodedConcurrently')
   fi

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(libvips-dev libvips-tools libturbojpeg0-dev libwebp-dev libspng-dev libexif-dev liblcms2-dev libxxhash-dev
-  libjpeg-turbo-progs pkg-config "$@")
+  libmicrohttpd-dev libjpeg-turbo-progs pkg-config "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,7 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 # GNU parallel: the shard test runs four shards with it, as docs/scale-out.md does (else background processes).
-scripts/setup.sh parallel
+# Chromium, its driver and selenium (all Debian's): the browser test against `vipsload serve`.
+# nginx and python3-yaml: the serve scale-out check (docs/serve.md's replicas behind nginx).
+scripts/setup.sh parallel chromium chromium-driver python3-selenium nginx python3-yaml
 # The tree is formatted by the toolchain's swift-format (.swift-format); a finding fails the run.
 swift-format lint --strict --parallel -r Sources Tests Fuzz Benchmarks Package.swift
 # Warnings are errors. SwiftPM's own note that it drops the -pthread flag from

@@ -1,7 +1,7 @@
 import Foundation
 import VipsCore
 
-/// `vipsload`: info, thumb, bench and corpus over the VipsLoad library.
+/// `vipsload`: info, thumb, bench, serve and corpus over the VipsLoad library.
 extension Command {
     /// The commands, listed once: the usage text, `help` and dispatch read
     /// this list, so a new command is one entry.
@@ -15,6 +15,10 @@ extension Command {
         Command(
             name: "bench", summary: "measure throughput, cache hits, coalescing, scrolling and scaling",
             usage: BenchCommand.usage, signals: .endTheProcess, run: BenchCommand.run),
+        // The server drains itself on SIGINT/SIGTERM (ServeSignals), so it runs outside SignalHandling.
+        Command(
+            name: "serve", summary: "serve thumbnails on demand over HTTP (imgproxy's URL format)",
+            usage: ServeCommand.usage, signals: .handledByTheCommand, run: ServeCommand.run),
         Command(
             name: "corpus", summary: "generate (once) the built-in benchmark corpus and print its folder",
             usage: CorpusCommand.usage, run: CorpusCommand.run),

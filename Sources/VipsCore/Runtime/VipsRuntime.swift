@@ -52,10 +52,28 @@ public enum VipsRuntime {
     /// and never falls. Two arenas and a fixed 256 KiB mmap threshold (large
     /// blocks go back to the kernel when freed) measured 30–50 % lower peak RSS
     /// in `vipsload bench`, at no measurable throughput cost.
-    /// Package-only: for the project's own executables, not the library's API.
+    ///
+    /// An environment that sets glibc's allocator itself (`MALLOC_ARENA_MAX`,
+    /// `MALLOC_MMAP_THRESHOLD_` and the other `MALLOC_*_` variables, or
+    /// `glibc.malloc` tunables in `GLIBC_TUNABLES`) wins: nothing is changed,
+    /// so an operator's setting holds (and `Benchmarks/serve.sh soak` can
+    /// compare settings). Package-only: for the project's own executables, not
+    /// the library's API.
     package static func tuneAllocatorForImageWork(arenas: Int = 2, mmapThreshold: Int = 256 << 10) {
+        guard !environmentConfiguresAllocator(ProcessInfo.processInfo.environment) else { return }
         _ = mallopt(M_ARENA_MAX, Int32(clamping: max(1, arenas)))
         _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: max(4096, mmapThreshold)))
+    }
+
+    /// Whether `environment` sets glibc's malloc options (the variables glibc
+    /// reads at start-up), so `tuneAllocatorForImageWork` leaves them alone.
+    static func environmentConfiguresAllocator(_ environment: [String: String]) -> Bool {
+        let variables = [
+            "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_",
+            "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"
+        ]
+        if variables.contains(where: { environment[$0] != nil }) { return true }
+        return environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.") ?? false
     }
 
     /// Gives memory the process has freed back to the kernel (glibc's

@@ -1,10 +1,11 @@
 /// A least-recently-used list bounded by total cost and by count, with O(1)
 /// lookup, insert, touch and removal.
 ///
-/// Not thread-safe: `MemoryCache` owns one behind its lock. Nodes live in one
+/// Not thread-safe: `MemoryCache` owns one behind its lock (and VipsServe's
+/// response cache another, hence `package`). Nodes live in one
 /// array linked by indices (freed slots are reused), so the list costs no
 /// allocation per entry once warm and no reference counting per link.
-struct LRUStorage<Key: Hashable, Value> {
+package struct LRUStorage<Key: Hashable, Value> {
     fileprivate struct Node {
         var key: Key?
         var value: Value?
@@ -22,12 +23,15 @@ struct LRUStorage<Key: Hashable, Value> {
     /// Least recently used: evicted first.
     private var oldest = -1
 
-    private(set) var totalCost = 0
-    var count: Int { index.count }
+    package private(set) var totalCost = 0
+
+    /// An empty list.
+    package init() {}
+    package var count: Int { index.count }
 
     /// The value for `key`, moved to the most recently used end; nil (and the
     /// entry removed) when it has expired at `now`.
-    mutating func value(for key: Key, now: ContinuousClock.Instant?, removed: inout [(Key, Value)]) -> Value? {
+    package mutating func value(for key: Key, now: ContinuousClock.Instant?, removed: inout [(Key, Value)]) -> Value? {
         guard let slot = index[key] else { return nil }
         if let expiry = nodes[slot].expiry, let now, now >= expiry {
             if let entry = remove(slot: slot) { removed.append(entry) }
@@ -38,7 +42,7 @@ struct LRUStorage<Key: Hashable, Value> {
     }
 
     /// The value for `key` without changing its recency.
-    func peek(_ key: Key, now: ContinuousClock.Instant?) -> Value? {
+    package func peek(_ key: Key, now: ContinuousClock.Instant?) -> Value? {
         guard let slot = index[key] else { return nil }
         if let expiry = nodes[slot].expiry, let now, now >= expiry { return nil }
         return nodes[slot].value
@@ -47,7 +51,7 @@ struct LRUStorage<Key: Hashable, Value> {
     /// Inserts or replaces `key`, then evicts least recently used entries until
     /// both limits hold. Evicted (and replaced) entries are appended to `removed`.
     /// The caller guarantees `cost <= costLimit`.
-    mutating func set(
+    package mutating func set(
         _ value: Value, for key: Key, cost: Int, expiry: ContinuousClock.Instant?,
         costLimit: Int, countLimit: Int, removed: inout [(Key, Value)]
     ) {
@@ -72,20 +76,20 @@ struct LRUStorage<Key: Hashable, Value> {
 
     /// Removes `key`; returns what was stored.
     @discardableResult
-    mutating func removeValue(for key: Key) -> Value? {
+    package mutating func removeValue(for key: Key) -> Value? {
         guard let slot = index[key] else { return nil }
         return remove(slot: slot)?.1
     }
 
     /// Evicts least recently used entries until the total cost is at most
     /// `cost` and the count at most `count`.
-    mutating func trim(toCost cost: Int, count: Int = .max, removed: inout [(Key, Value)]) {
+    package mutating func trim(toCost cost: Int, count: Int = .max, removed: inout [(Key, Value)]) {
         while oldest >= 0, totalCost > cost || self.count > count {
             if let entry = remove(slot: oldest) { removed.append(entry) }
         }
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         nodes.removeAll()
         freeSlots.removeAll()
         index.removeAll()

@@ -56,6 +56,8 @@ final class HTTPTransfer: Sendable {
         let maxRedirects: Int
         let requestTimeout: TimeInterval
         let resourceTimeout: TimeInterval
+        /// Checked again for every redirect's target.
+        var addressPolicy: SourceAddressPolicy = .unrestricted
     }
 
     typealias SinkFactory = @Sendable (HTTPURLResponse, Date) throws(VipsError) -> Sink
@@ -76,6 +78,9 @@ final class HTTPTransfer: Sendable {
         var received = 0
         var redirects = 0
         var timer: Task<Void, Never>?
+        /// Why a redirect was refused, noted before the refusal is answered: the 3xx
+        /// response and the completion may then reach the delegate before `finish` is called with it.
+        var redirectRefusal: VipsError?
     }
 
     private let request: URLRequest
@@ -268,27 +273,56 @@ final class HTTPTransfer: Sendable {
     /// FoundationNetworking resolves a `Location` without a host (`file:///x`,
     /// `data:…`) against the original scheme and host, so `newRequest` alone
     /// would turn `file:///etc/passwd` into `http://host/etc/passwd`.
-    func redirect(from response: HTTPURLResponse, to newRequest: URLRequest, decide: @Sendable (URLRequest?) -> Void) {
+    ///
+    /// Under an address policy other than `.unrestricted` the target's host is
+    /// resolved first, off the delegate queue (a DNS lookup must not stall every
+    /// transfer's events), and the answer is given when it is known.
+    func redirect(
+        from response: HTTPURLResponse, to newRequest: URLRequest, decide: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         let location = response.value(forHTTPHeaderField: "Location")
         let scheme = location.flatMap(Self.scheme(ofReference:)) ?? newRequest.url?.scheme?.lowercased()
         let target = URLRedaction.redacted(location ?? newRequest.url?.absoluteString ?? "nothing")
+        let policy = limits.addressPolicy
+        guard !policy.isUnrestricted, scheme == "http" || scheme == "https", let url = newRequest.url else {
+            answerRedirect(to: newRequest, scheme: scheme, target: target, addressRefusal: nil, decide: decide)
+            return
+        }
+        Task { [self] in
+            var refusal: VipsError?
+            do throws(VipsError) {
+                try await policy.check(url)
+            } catch {
+                refusal = VipsError(error.kind, "redirect refused: \(error.message)", source: label, underlying: error)
+            }
+            answerRedirect(to: newRequest, scheme: scheme, target: target, addressRefusal: refusal, decide: decide)
+        }
+    }
+
+    private func answerRedirect(
+        to newRequest: URLRequest, scheme: String?, target: String, addressRefusal: VipsError?,
+        decide: @Sendable (URLRequest?) -> Void
+    ) {
         let refusal = cancelRequested.withLock { cancelling -> VipsError?? in
             let (finished, redirects) = state.withLock { state -> (Bool, Int) in
                 state.redirects += 1
                 return (state.finished, state.redirects)
             }
             if cancelling || finished { return .some(nil) }
-            guard scheme == "http" || scheme == "https" else {
-                decide(nil)
-                return VipsError(
+            var refusal = addressRefusal
+            if scheme != "http" && scheme != "https" {
+                refusal = VipsError(
                     .redirectRefused, "\(label): redirect to \(target) refused: only http and https are followed")
+            } else if redirects > limits.maxRedirects {
+                refusal = VipsError(.redirectRefused, "\(label): more than \(limits.maxRedirects) redirects")
             }
-            guard redirects <= limits.maxRedirects else {
-                decide(nil)
-                return VipsError(.redirectRefused, "\(label): more than \(limits.maxRedirects) redirects")
+            guard let refusal else {
+                decide(newRequest)
+                return nil
             }
-            decide(newRequest)
-            return nil
+            state.withLock { $0.redirectRefusal = refusal }
+            decide(nil)
+            return refusal
         }
         // A refused redirect completes the task with the 3xx response: no cancel needed.
         if case .some(.some(let error)) = refusal {
@@ -381,12 +415,16 @@ final class HTTPTransfer: Sendable {
 
     /// Delivers the first outcome; later ones are ignored. A failure deletes
     /// the partial file; with `cancellingTask`, the network task is cancelled.
-    private func finish(_ result: Result<Outcome, any Error>, cancellingTask: Bool) {
+    private func finish(_ outcome: Result<Outcome, any Error>, cancellingTask: Bool) {
+        var result = outcome
         let (first, continuation, sink, timer) = state.withLock {
             state -> (Bool, CheckedContinuation<Void, Never>?, Sink?, Task<Void, Never>?) in
             guard !state.finished else { return (false, nil, nil, nil) }
             state.finished = true
             defer { state.continuation = nil; state.timer = nil }
+            // After a refused redirect, whatever ends the task (the 3xx handed on as the response,
+            // the completion) ends it with the refusal.
+            if let refusal = state.redirectRefusal { result = .failure(Failure(error: refusal, isTransient: false)) }
             state.result = result
             return (true, state.continuation, state.sink, state.timer)
         }

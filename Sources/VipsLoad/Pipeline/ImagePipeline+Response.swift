@@ -36,11 +36,28 @@ extension ImagePipeline {
         var request = request
         if keepingMetadata { request.options.insert(.keepMetadata) }
         let bitmap = try await image(for: request)
-        let result = await engine.decodePool.run(priority: request.priority) { () -> Result<EncodedImage, VipsError> in
+        return try await encode(
+            bitmap, as: format, keepingMetadata: keepingMetadata, background: background, priority: request.priority,
+            label: request.source.description)
+    }
+
+    /// `bitmap` encoded as `format` on the pipeline's decode threads, at
+    /// `priority` (never on the caller's thread): for a bitmap the caller
+    /// already has, such as one whose format is chosen from its own alpha, or
+    /// one decoded elsewhere. `keepingMetadata` and `background` are as for
+    /// `encodedImage(for:as:keepingMetadata:background:)`; errors name `label`.
+    ///
+    /// - Throws: `.invalidArgument` for format settings out of range; `.encodeFailed`.
+    public nonisolated(nonsending) func encode(
+        _ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false, background: Colour = .white,
+        priority: ImageRequest.Priority = .normal, label: String = "image"
+    ) async throws(VipsError) -> EncodedImage {
+        try format.validate()
+        let result = await engine.decodePool.run(priority: priority) { () -> Result<EncodedImage, VipsError> in
             Result { () throws(VipsError) -> EncodedImage in
                 try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
             }
         }
-        return try result.mapError { $0.about(request.source.description) }.get()
+        return try result.mapError { $0.about(label) }.get()
     }
 }

@@ -12,6 +12,8 @@ struct Command: Sendable {
         case cancelTheCommand
         /// The default: the signal ends the process at once.
         case endTheProcess
+        /// The command installs its own handlers (the server drains on the first signal).
+        case handledByTheCommand
     }
 
     /// The name typed after `vipsload`.
@@ -64,7 +66,7 @@ struct Command: Sendable {
             case .cancelTheCommand:
                 // SIGINT/SIGTERM cancel the command, remove its temporary downloads and exit 130/143.
                 exit(try await SignalHandling.run(command.run, rest))
-            case .endTheProcess:
+            case .endTheProcess, .handledByTheCommand:
                 exit(try await command.run(rest))
             }
         } catch {

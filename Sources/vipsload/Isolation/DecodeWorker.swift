@@ -71,6 +71,14 @@ enum DecodeWorker {
             do throws(VipsError) {
                 if request.operation == "info" {
                     reply.describe(try decoder.info(input))
+                } else if let geometry = request.geometry {
+                    // A server's request: its own size and mode, one still image.
+                    let (size, mode) = try geometry.target()
+                    let bitmap = try decoder.decode(
+                        input, size: size, mode: mode, scale: geometry.scale, allowUpscale: geometry.allowUpscale,
+                        keepingMetadata: geometry.keepMetadata)
+                    describe(bitmap, into: &reply)
+                    pixels = bitmap.pixelData
                 } else if processing.animated {
                     // As `ImagePipeline.animatedImage(for:)`: every frame, fitted alike.
                     let animation = try decoder.decodeAnimation(input, size: processing.size)
@@ -87,19 +95,7 @@ enum DecodeWorker {
                     let bitmap = try decoder.decode(
                         input, size: processing.size, mode: processing.mode,
                         keepingMetadata: processing.keepMetadata)
-                    reply.width = bitmap.width
-                    reply.height = bitmap.height
-                    reply.channels = bitmap.channels
-                    reply.scale = bitmap.scale
-                    if let source = bitmap.source {
-                        reply.describe(source.info)
-                        reply.decodedLeniently = source.decodedLeniently
-                        if let metadata = source.metadata {
-                            reply.keptMetadata = true
-                            reply.exif = metadata.exif
-                            reply.hadICCProfile = metadata.hadICCProfile
-                        }
-                    }
+                    describe(bitmap, into: &reply)
                     pixels = bitmap.pixelData
                 }
             } catch {
@@ -109,6 +105,23 @@ enum DecodeWorker {
             }
             guard WorkerProtocol.write(reply, body: pixels, to: replies) else { return 0 }
             VipsRuntime.releaseFreedMemory()
+        }
+    }
+
+    /// A decoded still image's size and source header, into its reply.
+    private static func describe(_ bitmap: Bitmap, into reply: inout WorkerProtocol.Reply) {
+        reply.width = bitmap.width
+        reply.height = bitmap.height
+        reply.channels = bitmap.channels
+        reply.scale = bitmap.scale
+        if let source = bitmap.source {
+            reply.describe(source.info)
+            reply.decodedLeniently = source.decodedLeniently
+            if let metadata = source.metadata {
+                reply.keptMetadata = true
+                reply.exif = metadata.exif
+                reply.hadICCProfile = metadata.hadICCProfile
+            }
         }
     }
 

@@ -59,12 +59,16 @@ final class WorkerPool: Sendable {
     }
 
     /// Decodes the file at `path` (or `data`) as the workers' options say
-    /// (size, mode, `--keep-metadata`, `--animated`), as the pipeline would;
-    /// messages call the input `name` when given (a download's URL).
-    func decode(path: String?, data: Data = Data(), name: String? = nil) async -> Result<ThumbEngine.Output, VipsError>
-    {
+    /// (size, mode, `--keep-metadata`, `--animated`), or as `geometry` says
+    /// when given, as the pipeline would; messages call the input `name`
+    /// when given (a download's URL).
+    func decode(
+        path: String?, data: Data = Data(), name: String? = nil, geometry: WorkerProtocol.Geometry? = nil
+    ) async -> Result<ThumbEngine.Output, VipsError> {
         await onQueue { [self] in
-            request(WorkerProtocol.Request(operation: "thumb", path: path, name: name), body: data).flatMap {
+            request(
+                WorkerProtocol.Request(operation: "thumb", path: path, name: name, geometry: geometry), body: data
+            ).flatMap {
                 reply, pixels in
                 Result { () throws(VipsError) -> ThumbEngine.Output in try Self.output(reply, pixels) }
             }

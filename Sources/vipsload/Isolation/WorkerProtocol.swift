@@ -16,6 +16,75 @@ enum WorkerProtocol {
         /// What messages call the input (a downloaded file's URL); nil: the
         /// path, or the byte count.
         var name: String? = nil
+        /// A "thumb" of this size and mode instead of the worker's own (a
+        /// server's requests each ask for their own); nil for the worker's.
+        var geometry: Geometry?
+    }
+
+    /// A decode's size and resize mode, as a server's request gives them
+    /// (`TargetSize` and `ResizeMode` in plain fields).
+    struct Geometry: Codable, Equatable {
+        /// "original", "max", "fit", "width" or "height", with `width` and `height` as that case needs.
+        var size: String
+        var width = 0
+        var height = 0
+        /// "fit", "fill", "contain" or "stretch".
+        var mode: String
+        /// The gravity of fill and contain (`Gravity.rawValue`).
+        var gravity = Gravity.centre.rawValue
+        /// Contain's padding, red, green, blue, alpha.
+        var background: [UInt8] = [255, 255, 255, 255]
+        var scale = 1.0
+        var allowUpscale = false
+        var keepMetadata = false
+
+        init(size target: TargetSize, mode resize: ResizeMode, scale: Double, allowUpscale: Bool, keepMetadata: Bool) {
+            switch target {
+            case .original: size = "original"
+            case .maxPixelSize(let side): (size, width, height) = ("max", side, side)
+            case .fit(let boxWidth, let boxHeight): (size, width, height) = ("fit", boxWidth, boxHeight)
+            case .width(let side): (size, width) = ("width", side)
+            case .height(let side): (size, height) = ("height", side)
+            }
+            switch resize {
+            case .fit: mode = "fit"
+            case .fill(let kept): (mode, gravity) = ("fill", kept.rawValue)
+            case .contain(let colour, let placed):
+                (mode, gravity) = ("contain", placed.rawValue)
+                background = [colour.red, colour.green, colour.blue, colour.alpha]
+            case .stretch: mode = "stretch"
+            }
+            self.scale = scale
+            self.allowUpscale = allowUpscale
+            self.keepMetadata = keepMetadata
+        }
+
+        /// The size and mode again; `.invalidArgument` for fields no `init` writes.
+        func target() throws(VipsError) -> (TargetSize, ResizeMode) {
+            let target: TargetSize
+            switch size {
+            case "original": target = .original
+            case "max": target = .maxPixelSize(width)
+            case "fit": target = .fit(width: width, height: height)
+            case "width": target = .width(width)
+            case "height": target = .height(height)
+            default: throw VipsError(.invalidArgument, "a decode worker was sent the size '\(size)'")
+            }
+            guard let placement = Gravity(rawValue: gravity), background.count == 4 else {
+                throw VipsError(.invalidArgument, "a decode worker was sent the gravity '\(gravity)'")
+            }
+            let resize: ResizeMode
+            switch mode {
+            case "fit": resize = .fit
+            case "fill": resize = .fill(placement)
+            case "contain":
+                let colour = Colour(red: background[0], green: background[1], blue: background[2], alpha: background[3])
+                resize = .contain(background: colour, gravity: placement)
+            case "stretch": resize = .stretch
+            default: throw VipsError(.invalidArgument, "a decode worker was sent the mode '\(mode)'")
+            }
+            return (target, resize)
+        }
     }
 
     /// What the worker answers: a bitmap (pixels in the body) or an

@@ -162,6 +162,24 @@ final class PipelineProcessingTests: XCTestCase {
         XCTAssertLessThan(decoded.pixel(x: 0, y: 0)?.max() ?? 255, 30)
     }
 
+    func testEncodingAGivenBitmapMatchesEncodedImage() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.png("photo", width: 320, height: 240)
+        let pipeline = ImagePipeline.testing()
+        let request = ImageRequest(path: path, size: .maxPixelSize(64))
+        let bitmap = try await pipeline.image(for: request)
+        let given = try await pipeline.encode(bitmap, as: .webp(quality: 70), priority: .high)
+        let made = try await pipeline.encodedImage(for: request, as: .webp(quality: 70))
+        XCTAssertEqual(given.data, made.data, "the same bitmap, the same encoder")
+        XCTAssertEqual([given.width, given.height], [64, 48])
+        do {
+            _ = try await pipeline.encode(bitmap, as: .avif(quality: 101), label: "given")
+            XCTFail("quality 101")
+        } catch {
+            XCTAssertEqual(error.kind, .invalidArgument)
+        }
+    }
+
     func testMetadataIsStrippedByDefaultAndKeptWhenAsked() async throws {
         let folder = try ImageFolder()
         let path = try folder.write(

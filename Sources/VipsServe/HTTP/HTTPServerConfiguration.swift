@@ -1,0 +1,23 @@
+extension HTTPServer {
+    /// Where the server listens and the limits libmicrohttpd enforces.
+    struct Configuration: Sendable {
+        /// An IPv4 or IPv6 address literal ("127.0.0.1", "0.0.0.0", "::").
+        var address: String
+        /// The port; 0 lets the kernel choose one (read it back from `HTTPServer.port`).
+        var port: UInt16
+        /// Open connections at most; more are refused at once.
+        var maxConnections: Int
+        /// Open connections per client address at most; 0 for no limit.
+        var maxConnectionsPerIP: Int
+        /// A connection idle this long (no byte received or sent while it is
+        /// not suspended) is closed, in seconds; 0 for never.
+        var connectionTimeoutSeconds: Int
+        /// Bytes of memory per connection, which bound the request line and
+        /// header fields (libmicrohttpd answers 431 or 414 beyond them).
+        var connectionMemoryBytes: Int
+        /// Threads serving connections, each with its own epoll set.
+        var threads: Int
+        /// Pending connections the kernel queues before the server accepts them.
+        var listenBacklog: Int
+    }
+}

@@ -1,0 +1,81 @@
+import VipsCore
+
+/// The one place where a failure becomes an HTTP status and the text a
+/// client may see.
+///
+/// The text says what was wrong in the client's terms and never carries a
+/// `VipsError`'s message: those name files and URLs of this machine, and
+/// libvips' internals. The server logs nothing of a failure but its status.
+struct ErrorStatus: Error, Sendable, Hashable {
+    /// The HTTP status.
+    let code: Int
+    /// A short, client-safe sentence.
+    let text: String
+
+    /// The status and text for a pipeline failure.
+    init(_ error: VipsError) {
+        switch error.kind {
+        case .emptyInput, .corruptData, .truncatedData:
+            self.init(422, "the source image is corrupt or empty")
+        case .crashed:
+            self.init(422, "the source image could not be decoded (its decoder failed)")
+        case .unsupportedFormat, .unsupportedFeature:
+            self.init(415, "the source image's format is not supported or not allowed")
+        case .tooLarge:
+            self.init(413, "the source image is over the size or pixel limit")
+        case .fileNotFound:
+            self.init(404, "no such source image")
+        case .permissionDenied, .unsupportedSource, .sourceNotAllowed:
+            self.init(403, "the source is not allowed")
+        case .invalidArgument:
+            self.init(400, "the processing options do not fit this image")
+        case .httpStatus:
+            if error.httpStatus == 404 || error.httpStatus == 410 {
+                self.init(404, "no such source image at the origin")
+            } else {
+                self.init(502, "the origin answered with an error")
+            }
+        case .network, .protocolError, .incompleteBody, .redirectRefused:
+            self.init(502, "the origin failed")
+        case .timedOut:
+            self.init(504, "the origin or the decode timed out")
+        case .cancelled:
+            self.init(503, "the server is shutting down")
+        case .notCached:
+            self.init(404, "no such source image")
+        case .io, .encodeFailed, .internal:
+            self.init(500, "internal error")
+        }
+    }
+
+    /// The status and text of a refused URL: its own (they name the option
+    /// or the rule, never a path of this machine).
+    init(_ error: ProcessingURLError) {
+        self.init(error.status, error.message)
+    }
+
+    init(_ code: Int, _ text: String) {
+        self.code = code
+        self.text = text
+    }
+
+    /// 429: the queue of images waiting to be made is full.
+    static let queueFull = ErrorStatus(429, "too many images are being made; retry shortly")
+    /// 503: the server is draining.
+    static let draining = ErrorStatus(503, "the server is shutting down")
+    /// 504: the request's time ran out.
+    static let timedOut = ErrorStatus(504, "the origin or the decode timed out")
+    /// 499 (nginx's code, never sent): the client hung up before the answer.
+    static let clientGone = ErrorStatus(499, "the client closed the connection")
+    /// 405: not GET or HEAD.
+    static let methodNotAllowed = ErrorStatus(405, "only GET and HEAD are served")
+    /// 414: the request target is over the URL length limit.
+    static let uriTooLong = ErrorStatus(414, "the URL is too long")
+    /// 404: a path that is no route.
+    static let noRoute = ErrorStatus(404, "no such route")
+
+    /// The plain-text response, with `headers` added.
+    func response(headers: [(String, String)] = [], closesConnection: Bool = false) -> HTTPResponse? {
+        HTTPResponse.text(code, text, headers: headers, closesConnection: closesConnection)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import VipsCore
+import VipsLoad
+
+extension ImageServer {
+    /// How an `ImageServer` listens, limits, caches and reports. Every
+    /// property documents its default; the pipeline's own settings (decode
+    /// concurrency, decode limits, decode time limit, download limits) are
+    /// the `ImagePipeline`'s configuration.
+    public struct Configuration: Sendable {
+        /// The address to listen on, an IPv4 or IPv6 literal. Default
+        /// "127.0.0.1" (this machine only; "0.0.0.0" or "::" for every interface).
+        public var address = "127.0.0.1"
+        /// The port; 0 lets the kernel choose a free one (read it back from
+        /// `ImageServer.port`). Default 8080.
+        public var port: UInt16 = 8080
+        /// Open connections at most; more are refused. Default 1024.
+        public var maxConnections = 1024
+        /// Open connections from one client address at most; 0 for no limit.
+        /// Default 128 (raise it behind a load balancer or CDN, whose
+        /// connections all come from a few addresses).
+        public var maxConnectionsPerIP = 128
+        /// An idle connection (keep-alive between requests, or a client that
+        /// stops sending its request) is closed after this long. Default 30 s.
+        public var connectionTimeout: Duration = .seconds(30)
+        /// A request's answer must be ready within this long (loading,
+        /// decoding, encoding), else 504. Default 10 s.
+        public var requestTimeout: Duration = .seconds(10)
+        /// The longest request target in bytes; longer ones get 414. Default 8192.
+        public var maxURLLength = 8192
+        /// Memory per connection, which bounds the request line and header
+        /// fields (libmicrohttpd answers 431 beyond it). Default 32 KiB.
+        public var maxHeaderBytes = 32 * 1024
+        /// After `shutdown()` begins, requests in flight get this long to
+        /// finish; whatever is left then gets 503. Default 10 s.
+        public var drainTimeout: Duration = .seconds(10)
+        /// Distinct images being made (decoding, or waiting to) at most;
+        /// a request for another one then gets 429 with `Retry-After`.
+        /// Identical requests share one image and do not count twice.
+        /// Default 4 × the usable CPUs (`SystemResources.current.usableCPUs`).
+        public var queueLimit = 4 * SystemResources.current.usableCPUs
+        /// `Cache-Control: public, max-age=N` of image responses, in seconds:
+        /// `maxAge` for all when set, else `signedMaxAge` for signed URLs and
+        /// `unsignedMaxAge` for the rest. Defaults nil, one year, one hour.
+        public var maxAge: Int?
+        /// See `maxAge`. Default 31,536,000 (one year).
+        public var signedMaxAge = 31_536_000
+        /// See `maxAge`. Default 3,600 (one hour).
+        public var unsignedMaxAge = 3_600
+        /// Body bytes of encoded responses kept in memory (least recently
+        /// used evicted; a response over a tenth of it is not kept); 0 for
+        /// none. Default a tenth of the memory limit, at most 256 MiB.
+        public var responseCacheBytes = min(SystemResources.current.memoryLimit / 10, 256 << 20)
+        /// Where encoded responses are kept between runs (so a restarted
+        /// server makes nothing it made before); nil for no disk cache.
+        /// Default nil.
+        public var diskCache: DiskCache?
+        /// Threads of libmicrohttpd serving connections (each with its own
+        /// epoll set). Default 1: it only parses requests and sends
+        /// responses, which one thread does at well over 10,000 a second.
+        public var networkThreads = 1
+        /// Where decodes of untrusted formats go instead of the pipeline
+        /// (worker processes, say), and which formats those are; nil decodes
+        /// everything in the pipeline. Default nil.
+        public var isolation: (any IsolatedDecoding)?
+        /// How image URLs are read: imgproxy's processing-URL grammar, the
+        /// keys their signatures are checked with, and where sources may come
+        /// from. Default: no keys (any signature segment is accepted, as
+        /// imgproxy does without a key) and `SourcePolicy.none` (every image
+        /// URL is refused with 403 until a local root or source patterns are set).
+        public var urls = ProcessingURLParser(sources: .none)
+        /// Where the access log and the server's events go; nil for nowhere. Default nil.
+        public var log: (any ImageServerLogging)?
+
+        /// The defaults, as each property documents.
+        public init() {}
+    }
+}

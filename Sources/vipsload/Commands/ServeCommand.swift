@@ -1,0 +1,255 @@
+import Dispatch
+import Foundation
+import VipsCore
+import VipsLoad
+import VipsServe
+
+/// `vipsload serve`: an on-demand image server (`ImageServer`) over one
+/// `ImagePipeline`, until SIGTERM or SIGINT drain it and it exits 0.
+///
+/// The command only turns flags into the pipeline's and the server's
+/// configurations, writes the log to stderr (`ServeLog`) and handles the
+/// signals: the first one drains the server (`ImageServer.shutdown()`), a
+/// second one ends the process at once.
+enum ServeCommand {
+    static let usage = """
+        usage: vipsload serve [--bind ADDRESS] [--port N] [--root DIR] [--allow-source PATTERN]...
+                              [--allow-private-sources] [--key HEX --salt HEX]... [--timeout S] [--drain-timeout S]
+                              [--queue N] [--jobs N] [--max-age S] [--memory-cache MB]
+                              [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
+                              [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
+                              [--max-connections N] [--max-connections-per-ip N] [--connection-timeout S]
+                              [--downloads N] [--threads N] [--log-format text|json] [--quiet]
+
+        Serves thumbnails on demand over HTTP/1.1, with imgproxy's URL format, until
+        SIGTERM or SIGINT: then it stops accepting connections, answers new requests
+        with 503, lets the requests in flight finish (at most --drain-timeout), and
+        exits 0. A second signal exits at once. When it is ready it writes one line,
+        'listening on http://ADDRESS:PORT', to stderr; then one access-log line per
+        request. GET /health answers 200 (503 while draining), GET /metrics the
+        Prometheus metrics. See docs/serve.md.
+
+          --bind ADDRESS        the IPv4 or IPv6 address to listen on (default 127.0.0.1;
+                                0.0.0.0 or :: for every interface)
+          --port N              the port (default 8080; 0 picks a free one, as printed)
+          --root DIR            where local:/// sources are read from (nothing outside it;
+                                without it local sources get 403)
+          --allow-source PATTERN
+                                admit http(s):// sources whose host matches PATTERN: a host
+                                name, *.example.com for its subdomains, an address, and an
+                                optional scheme and port (repeat for more; without it remote
+                                sources get 403)
+          --allow-private-sources
+                                let remote sources resolve to loopback, private, link-local
+                                and other non-public addresses (refused by default, also after
+                                a redirect: SSRF), for tests and intranets
+          --key HEX, --salt HEX check URL signatures (HMAC-SHA256 over salt + path, as imgproxy);
+                                a bad or missing one gets 403. Repeat both for several pairs
+                                (key rotation). Without a key any signature is accepted
+          --timeout S           a request not answered within S seconds gets 504: loading,
+                                decoding and encoding (default 10)
+          --drain-timeout S     how long requests in flight may take after SIGTERM (default 10)
+          --queue N             distinct images being made at once (decoding or waiting to)
+                                beyond which a request gets 429 with Retry-After (default
+                                4 × the usable CPUs); identical requests share one
+          -j, --jobs N          decodes at once (default: the usable CPUs, as the container allows)
+          --max-age S           Cache-Control max-age of images (default 31536000 for signed
+                                URLs, 3600 otherwise)
+          --memory-cache MB     encoded responses kept in memory (default a tenth of the memory
+                                limit, at most 256); decoded bitmaps get a quarter of that more
+          --cache-dir DIR       keep encoded responses on disk in DIR, so a restarted server
+                                makes nothing it made before (several servers may share one)
+          --cache-size MB       the disk cache's size limit (default 1024)
+          --max-source-bytes N  refuse sources larger than N bytes with 413 (default 268435456)
+          --max-connections N   open connections at most (default 1024)
+          --max-connections-per-ip N
+                                open connections per client address at most (default 128; 0 for
+                                no limit; raise it behind a load balancer)
+          --connection-timeout S
+                                close a connection idle this long (default 30)
+          --downloads N         source downloads at once (default 6)
+          --threads N           network threads (default 1)
+          --log-format F        text (default) or json: one object per line
+          -q, --quiet           no access log (events and errors are still written)
+        \(DecoderFlags.help)
+          --isolate WHAT     decode in worker processes, so an input that crashes or hangs
+                             its decoder fails alone: 'optin' (default: the formats only
+                             --allow enables), 'all', 'none'
+          --worker-memory MB cap each worker's address space (default \(IsolationFlags.defaultWorkerMemory), 0 for no cap)
+
+        Exit status: 0 after a graceful shutdown, 1 when the server cannot start, 2 on
+        usage errors.
+        """
+
+    static let shortOptions: [Character: String] = ["j": "jobs", "q": "quiet"]
+
+    /// Everything the flags say.
+    struct Options {
+        var server = ImageServer.Configuration()
+        var pipeline: ImagePipeline.Configuration
+        var root: String?
+        var logFormat: ServeLog.Format
+        var quiet: Bool
+        var isolation: IsolationFlags.Settings
+        var workerArguments: [String]
+    }
+
+    static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
+        let parser = ArgumentParser(
+            valueOptions: DecoderFlags.valueOptions.union([
+                "bind", "port", "root", "allow-source", "key", "salt", "timeout", "drain-timeout", "queue", "jobs",
+                "max-age", "memory-cache",
+                "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
+                "connection-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
+            ]),
+            flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]), shortOptions: shortOptions)
+        let parsed = try parser.parse(arguments)
+        if parsed.help {
+            Terminal.out(usage)
+            return 0
+        }
+        guard parsed.positional.isEmpty else {
+            throw ArgumentParser.UsageError(description: "unexpected argument '\(parsed.positional[0])'")
+        }
+        var options = try self.options(parsed)
+        let log = ServeLog(format: options.logFormat, logsRequests: !options.quiet)
+        options.server.log = log
+        if let folder = parsed.value("cache-dir") {
+            let megabytes = try parsed.int("cache-size", default: 1024, in: 1...1_048_576)
+            do throws(VipsError) {
+                options.server.diskCache = try DiskCache(
+                    directory: URL(fileURLWithPath: folder), sizeLimit: megabytes << 20)
+            } catch {
+                Terminal.err("vipsload serve: \(error.message)")
+                return 1
+            }
+        } else if parsed.value("cache-size") != nil {
+            throw ArgumentParser.UsageError(description: "--cache-size needs --cache-dir")
+        }
+        // Isolation matters only for formats a worker would take: with --isolate optin
+        // and no opt-in format allowed, nothing would go to one, so none is started.
+        let optInAllowed = !options.pipeline.decodeOptions.allowedFormats.isSubset(of: ImageFormat.defaultAllowed)
+        let isolating = options.isolation.scope == .all || (options.isolation.scope == .optIn && optInAllowed)
+        let workers =
+            isolating
+            ? WorkerPool(
+                capacity: options.pipeline.decodeConcurrency, timeoutSeconds: options.isolation.timeoutSeconds,
+                workerMemory: options.isolation.workerMemory, workerArguments: options.workerArguments) : nil
+        defer { workers?.shutdown() }
+        if let workers { options.server.isolation = WorkerDecoding(workers: workers, settings: options.isolation) }
+        let pipeline = ImagePipeline(configuration: options.pipeline)
+        let signals = ServeSignals()
+        let server: ImageServer
+        do throws(VipsError) {
+            server = try ImageServer(pipeline: pipeline, configuration: options.server)
+        } catch {
+            Terminal.err("vipsload serve: \(error.message)")
+            return 1
+        }
+        let host = options.server.address.contains(":") ? "[\(options.server.address)]" : options.server.address
+        log.writeNow("listening on http://\(host):\(server.port)")
+        let signal = await signals.next()
+        log.event("\(signal == SIGINT ? "interrupted" : "terminated"); draining (a second signal exits at once)")
+        await server.shutdown()
+        workers?.shutdown()
+        TemporaryDownloads.removeAll()
+        log.flush()
+        return 0
+    }
+
+    /// The URL rules the flags describe: signing keys, the local root, the
+    /// source patterns.
+    static func urls(
+        _ parsed: ArgumentParser.Parsed, root: String?
+    ) throws(ArgumentParser.UsageError)
+        -> ProcessingURLParser
+    {
+        let keys = parsed.values("key")
+        let salts = parsed.values("salt")
+        guard keys.count == salts.count else {
+            throw ArgumentParser.UsageError(
+                description: "--key and --salt come in pairs (\(keys.count) keys, \(salts.count) salts)")
+        }
+        do throws(VipsError) {
+            var signingKeys: [URLSigningKey] = []
+            for (key, salt) in zip(keys, salts) {
+                signingKeys.append(try URLSigningKey(hexKey: key, hexSalt: salt))
+            }
+            var patterns: [SourcePattern] = []
+            for pattern in parsed.values("allow-source") {
+                patterns.append(try SourcePattern(pattern))
+            }
+            return ProcessingURLParser(
+                signingKeys: signingKeys, sources: try SourcePolicy(localRoot: root, allowedSources: patterns))
+        } catch {
+            throw ArgumentParser.UsageError(description: error.message)
+        }
+    }
+
+    /// The configurations the flags describe.
+    static func options(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Options {
+        let resources = SystemResources.current
+        let timeout = try parsed.int("timeout", default: 10, in: 1...86_400)
+        let jobs = try parsed.int("jobs", default: resources.usableCPUs, in: 1...256)
+        var decodeOptions = try DecoderFlags.options(parsed)
+        let maxSourceBytes = try parsed.int(
+            "max-source-bytes", default: decodeOptions.limits.maxInputBytes, in: 1...(1 << 40))
+        decodeOptions.limits.maxInputBytes = maxSourceBytes
+        var server = ImageServer.Configuration()
+        server.address = parsed.value("bind") ?? server.address
+        server.port = UInt16(try parsed.int("port", default: 8080, in: 0...65_535))
+        server.requestTimeout = .seconds(timeout)
+        server.drainTimeout = .seconds(try parsed.int("drain-timeout", default: 10, in: 0...86_400))
+        server.queueLimit = try parsed.int("queue", default: 4 * resources.usableCPUs, in: 1...1_000_000)
+        if parsed.value("max-age") != nil {
+            server.maxAge = try parsed.int("max-age", default: 0, in: 0...(10 * 31_536_000))
+        }
+        let memoryMegabytes = try parsed.int(
+            "memory-cache", default: server.responseCacheBytes >> 20, in: 0...1_048_576)
+        server.responseCacheBytes = memoryMegabytes << 20
+        server.maxConnections = try parsed.int("max-connections", default: server.maxConnections, in: 1...1_000_000)
+        server.maxConnectionsPerIP = try parsed.int(
+            "max-connections-per-ip", default: server.maxConnectionsPerIP, in: 0...1_000_000)
+        server.connectionTimeout = .seconds(
+            try parsed.int("connection-timeout", default: 30, in: 0...86_400))
+        server.networkThreads = try parsed.int("threads", default: 1, in: 1...64)
+
+        var pipeline = ImagePipeline.Configuration(
+            decodeConcurrency: jobs,
+            memoryCache: memoryMegabytes > 0 ? MemoryCache(costLimit: (memoryMegabytes << 20) / 4) : nil,
+            decodeOptions: decodeOptions)
+        // --timeout (at least 1, checked when parsed): a decode is stopped cooperatively.
+        try? pipeline.setDecodeTimeLimit(.seconds(timeout))
+        pipeline.http.requestTimeout = TimeInterval(timeout)
+        pipeline.http.resourceTimeout = TimeInterval(timeout)
+        pipeline.http.maxBodyBytes = maxSourceBytes
+        pipeline.http.maxConcurrentDownloads = try parsed.int("downloads", default: 6, in: 1...1024)
+
+        let root = parsed.value("root")
+        if let root {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+                throw ArgumentParser.UsageError(description: "--root: '\(root)' is not a folder")
+            }
+        }
+        server.urls = try urls(parsed, root: root)
+        pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly
+        let scope =
+            IsolationFlags.Scope(rawValue: try parsed.choice("isolate", ["optin", "all", "none"], default: "optin"))
+            ?? .optIn
+        let workerMemory = try parsed.int(
+            "worker-memory", default: IsolationFlags.defaultWorkerMemory, in: 0...1_048_576)
+        var workerArguments = ["--worker-memory", String(workerMemory)]
+        for name in ["max-pixels", "allow"] {
+            if let value = parsed.value(name) { workerArguments += ["--\(name)", value] }
+        }
+        if parsed.flag("strict") { workerArguments.append("--strict") }
+        return Options(
+            server: server, pipeline: pipeline, root: root,
+            logFormat: ServeLog.Format(rawValue: try parsed.choice("log-format", ["text", "json"], default: "text"))
+                ?? .text,
+            quiet: parsed.flag("quiet"),
+            isolation: IsolationFlags.Settings(scope: scope, timeoutSeconds: timeout, workerMemory: workerMemory),
+            workerArguments: workerArguments)
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import XCTest
+
+@testable import VipsServe
+
+/// Coalescing, the queue bound and early leaves, on the table alone.
+final class RenderTableTests: XCTestCase {
+    /// A render's work that waits until the test opens it, or until it is cancelled.
+    final class Gate: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<Void, Never>?
+        private var opened = false
+        let started = XCTestExpectation(description: "work started")
+        let cancelled = XCTestExpectation(description: "work cancelled")
+
+        func work(_ outcome: RenderTable.Outcome) -> @Sendable () async -> RenderTable.Outcome {
+            { [self] in
+                started.fulfill()
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let resumeNow = lock.withLock { () -> Bool in
+                            if opened { return true }
+                            self.continuation = continuation
+                            return false
+                        }
+                        if resumeNow { continuation.resume() }
+                    }
+                } onCancel: { [self] in
+                    cancelled.fulfill()
+                    open()
+                }
+                return outcome
+            }
+        }
+
+        func open() {
+            let waiting = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+                opened = true
+                defer { continuation = nil }
+                return continuation
+            }
+            waiting?.resume()
+        }
+    }
+
+    /// Records the outcomes delivered to waiters.
+    final class Deliveries: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [(String, Bool)] = []
+        let arrived: XCTestExpectation
+
+        init(_ count: Int) {
+            arrived = XCTestExpectation(description: "\(count) deliveries")
+            arrived.expectedFulfillmentCount = count
+        }
+
+        func deliver(_ name: String) -> RenderTable.Delivery {
+            { [self] outcome, joined in
+                let text: String
+                switch outcome {
+                case .response(_, let tier): text = "\(name):\(tier)"
+                case .failure(let status): text = "\(name):\(status.code)"
+                }
+                lock.withLock { items.append((text, joined)) }
+                arrived.fulfill()
+            }
+        }
+
+        var all: [String] { lock.withLock { items.map { $0.0 + ($0.1 ? "+joined" : "") }.sorted() } }
+    }
+
+    func testIdenticalRequestsShareOneRenderAndAllGetItsOutcome() async throws {
+        let table = RenderTable(limit: 4)
+        let gate = Gate()
+        let deliveries = Deliveries(3)
+        let response = try XCTUnwrap(HTTPResponse.text(200, "made"))
+        for name in ["a", "b", "c"] {
+            let join = table.join(
+                "key", deliver: deliveries.deliver(name), work: gate.work(.response(response, tier: "miss")))
+            if name == "a" {
+                guard case .started = join else { return XCTFail("the first request starts the render") }
+            } else {
+                guard case .joined = join else { return XCTFail("\(name) joins it") }
+            }
+        }
+        await fulfillment(of: [gate.started], timeout: 30)
+        XCTAssertEqual(table.count, 1, "one render for three requests")
+        gate.open()
+        await fulfillment(of: [deliveries.arrived], timeout: 30)
+        XCTAssertEqual(deliveries.all, ["a:miss", "b:miss+joined", "c:miss+joined"])
+        XCTAssertEqual(table.count, 0)
+    }
+
+    func testAFullTableRefusesAnotherKeyButAdmitsJoiners() async throws {
+        let table = RenderTable(limit: 1)
+        let gate = Gate()
+        let deliveries = Deliveries(2)
+        let response = try XCTUnwrap(HTTPResponse.text(200, "made"))
+        _ = table.join("one", deliver: deliveries.deliver("a"), work: gate.work(.response(response, tier: "miss")))
+        XCTAssertFalse(table.hasRoom(for: "two"))
+        XCTAssertTrue(table.hasRoom(for: "one"), "joining costs no room")
+        guard case .full = table.join("two", deliver: deliveries.deliver("x"), work: gate.work(.failure(.noRoute)))
+        else { return XCTFail("a second key is refused") }
+        guard case .joined = table.join("one", deliver: deliveries.deliver("b"), work: gate.work(.failure(.noRoute)))
+        else { return XCTFail("a joiner is admitted") }
+        gate.open()
+        await fulfillment(of: [deliveries.arrived], timeout: 30)
+        XCTAssertEqual(deliveries.all, ["a:miss", "b:miss+joined"], "the refused request got nothing from the table")
+    }
+
+    func testTheLastWaiterLeavingCancelsTheRender() async throws {
+        let table = RenderTable(limit: 4)
+        let gate = Gate()
+        let deliveries = Deliveries(2)
+        let response = try XCTUnwrap(HTTPResponse.text(200, "made"))
+        guard
+            case .started(let first) = table.join(
+                "key", deliver: deliveries.deliver("a"), work: gate.work(.response(response, tier: "miss")))
+        else { return XCTFail() }
+        guard
+            case .joined(let second) = table.join(
+                "key", deliver: deliveries.deliver("b"), work: gate.work(.failure(.noRoute)))
+        else { return XCTFail() }
+        await fulfillment(of: [gate.started], timeout: 30)
+        XCTAssertTrue(table.leave("key", waiter: first, with: .failure(ErrorStatus(499, "gone"))))
+        XCTAssertFalse(table.leave("key", waiter: first, with: .failure(ErrorStatus(499, "gone"))), "once only")
+        XCTAssertEqual(table.count, 1, "another request still waits: the render goes on")
+        XCTAssertTrue(table.leave("key", waiter: second, with: .failure(.timedOut)))
+        await fulfillment(of: [gate.cancelled, deliveries.arrived], timeout: 30)
+        XCTAssertEqual(deliveries.all, ["a:499", "b:504+joined"])
+        XCTAssertEqual(table.count, 0)
+    }
+
+    func testCancellingEverythingAnswersEveryWaiter() async throws {
+        let table = RenderTable(limit: 4)
+        let gates = [Gate(), Gate()]
+        let deliveries = Deliveries(3)
+        _ = table.join("one", deliver: deliveries.deliver("a"), work: gates[0].work(.failure(.noRoute)))
+        _ = table.join("one", deliver: deliveries.deliver("b"), work: gates[0].work(.failure(.noRoute)))
+        _ = table.join("two", deliver: deliveries.deliver("c"), work: gates[1].work(.failure(.noRoute)))
+        await fulfillment(of: [gates[0].started, gates[1].started], timeout: 30)
+        table.cancelAll(with: .failure(.draining))
+        await fulfillment(of: [deliveries.arrived, gates[0].cancelled, gates[1].cancelled], timeout: 30)
+        XCTAssertEqual(deliveries.all, ["a:503", "b:503+joined", "c:503"])
+        XCTAssertEqual(table.count, 0)
+    }
+}
