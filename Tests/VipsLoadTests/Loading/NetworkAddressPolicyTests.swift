@@ -50,10 +50,10 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         // IPv6 loopback, IPv4-mapped, and numeric forms getaddrinfo reads as 127.0.0.1.
         for host in ["[::1]", "[::ffff:127.0.0.1]", "localhost", "0x7f000001", "2130706433", "0177.0.0.1", "127.1"] {
             let url = try XCTUnwrap(URL(string: "http://\(host):\(server.port)/a.jpg"))
-            do {
+            do throws(VipsError) {
                 let data = try await loader.loadData(for: .url(url))
                 XCTFail("\(host): loaded \(data.byteCount) bytes")
-            } catch let error as VipsError {
+            } catch {
                 XCTAssertEqual(error.kind, .sourceNotAllowed, "\(host): \(error)")
             }
         }
@@ -68,10 +68,10 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         let loader = makeLoader { $0.addressPolicy = policy }
         let data = try await load(loader, "/a.jpg")
         XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg)
-        do {
+        do throws(VipsError) {
             _ = try await loader.loadData(for: .url(second.url("/b.jpg")))
             XCTFail("127.0.0.2 is outside the exception")
-        } catch let error as VipsError {
+        } catch {
             XCTAssertEqual(error.kind, .sourceNotAllowed, "\(error)")
         }
         XCTAssertEqual(second.totalRequestCount, 0)
@@ -129,7 +129,7 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         let cache = try makeCache()
         var http = HTTPDataLoader.Configuration(temporaryDirectory: downloadDirectory)
         http.addressPolicy = .publicOnly
-        let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: 1, diskCache: cache, http: http))
+        let pipeline = ImagePipeline(configuration: .init(decodeConcurrency: 1, dataCache: cache, http: http))
         let request = ImageRequest(url: server.url("/p.jpg"), size: .maxPixelSize(64))
         for _ in 0..<2 {
             do throws(VipsError) {
@@ -146,10 +146,10 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
     func testAnUnresolvableHostIsANetworkFailure() async throws {
         let loader = makeLoader { $0.addressPolicy = .publicOnly }
         let url = try XCTUnwrap(URL(string: "http://no-such-host.invalid/a.jpg"))
-        do {
+        do throws(VipsError) {
             _ = try await loader.loadData(for: .url(url))
             XCTFail("resolved a .invalid name")
-        } catch let error as VipsError {
+        } catch {
             XCTAssertEqual(error.kind, .network, "\(error)")
         }
     }
