@@ -4,15 +4,17 @@
 # run alternately in one session so both see the same machine load.
 #
 # The input set is 48 files (each of the 24 large JPEGs twice, under two names, so nothing is
-# coalesced), about 110 MB. For each run it prints the wall time, CPU seconds (user + sys)
+# coalesced), about 92 MB. For each run it prints the wall time, CPU seconds (user + sys)
 # and peak RSS; then the medians and the ratio remote rate / local rate (local wall / remote
-# wall), which the target puts at >= 0.9.
+# wall), which the target puts at >= 0.9, and the CPU the remote run costs over the local one.
 #
-#   Benchmarks/remote.sh [RUNS]            (default 7)
+#   Benchmarks/remote.sh [RUNS]              (default 7)
 #   VIPSLOAD=path/to/vipsload Benchmarks/remote.sh   (default: a release build of this tree)
-#   STRACE=1 Benchmarks/remote.sh          (also one `strace -c -f` run of each: recvfrom,
-#                                           write, futex, read counts)
-#   EXTRA='--jobs 2' Benchmarks/remote.sh  (extra `thumb` arguments for both)
+#   VIPSLOAD='old new' Benchmarks/remote.sh  (several binaries, alternated within each run:
+#                                             before/after on the same machine load)
+#   STRACE=1 Benchmarks/remote.sh            (then one `strace -c -f` run of each: recvfrom,
+#                                             read, write and futex counts)
+#   EXTRA='--jobs 2' Benchmarks/remote.sh    (extra `thumb` arguments for every run)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -23,12 +25,12 @@ packages=(nginx-light time curl)
 # shellcheck source=Benchmarks/nginx.sh
 source "$root/Benchmarks/nginx.sh"
 
-bin=${VIPSLOAD:-}
-if [ -z "$bin" ]; then
+read -r -a bins <<<"${VIPSLOAD:-}"
+if [ ${#bins[@]} -eq 0 ]; then
   (cd "$root" && swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2)
-  bin="$(cd "$root" && swift build -c release --show-bin-path)/vipsload"
+  bins=("$(cd "$root" && swift build -c release --show-bin-path)/vipsload")
 fi
-corpus=$("$bin" corpus | tail -1)/jpeg-large
+corpus=$("${bins[0]}" corpus | tail -1)/jpeg-large
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vipsload-remote.XXXXXX")
 on_exit "rm -rf '$work'"
@@ -48,50 +50,56 @@ for file in "$work"/files/*.jpg; do
 done
 count=$(wc -l <"$work/local.txt")
 bytes=$(cat "$work"/files/*.jpg | wc -c)
-# Warm the page cache and nginx's open-file state, so the first measured run is like the rest.
+# Warm the page cache and nginx's open files, so the first measured run is like the rest.
 cat "$work"/files/*.jpg >/dev/null
 while read -r url; do curl -s -o /dev/null "$url"; done <"$work/remote.txt"
-echo "remote: $count files, $((bytes / 1000000)) MB, nginx on $NGINX_URL; $bin" >&2
+echo "remote: $count files, $((bytes / 1000000)) MB, nginx on $NGINX_URL, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-# run MODE: one `thumb` run; prints "wall cpu rss_mb".
+# run BIN MODE: one `thumb` run; prints "wall cpu rss_mb".
 run() {
   rm -rf "$work/out"
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
-    "$bin" thumb ${EXTRA:-} --quiet --out "$work/out" -i "$work/$1.txt" 2>"$work/err" ||
+    "$1" thumb ${EXTRA:-} --quiet --out "$work/out" -i "$work/$2.txt" 2>"$work/err" ||
     { cat "$work/err" >&2; return 1; }
   local made
   made=$(find "$work/out" -type f -name "*.jpg" | wc -l)
-  [ "$made" -eq "$count" ] || { echo "remote: $1 made $made of $count thumbnails" >&2; cat "$work/err" >&2; return 1; }
+  [ "$made" -eq "$count" ] || { echo "remote: $2 made $made of $count thumbnails" >&2; cat "$work/err" >&2; return 1; }
   awk '{printf "%s %.2f %.0f\n", $1, $2 + $3, $4 / 1024}' "$work/time"
 }
 
-walls_local=(); walls_remote=(); cpus_local=(); cpus_remote=(); rss_local=(); rss_remote=()
+declare -A wall cpu rss
 for i in $(seq 1 "$runs"); do
-  read -r wl cl ml < <(run local)
-  read -r wr cr mr < <(run remote)
-  walls_local+=("$wl"); cpus_local+=("$cl"); rss_local+=("$ml")
-  walls_remote+=("$wr"); cpus_remote+=("$cr"); rss_remote+=("$mr")
-  printf 'run %d: local %5.2f s  %5.2f CPU s  %4d MB | remote %5.2f s  %5.2f CPU s  %4d MB\n' \
-    "$i" "$wl" "$cl" "$ml" "$wr" "$cr" "$mr"
+  for b in "${!bins[@]}"; do
+    for mode in local remote; do
+      read -r w c m < <(run "${bins[b]}" "$mode")
+      wall[$b,$mode]+="$w "; cpu[$b,$mode]+="$c "; rss[$b,$mode]+="$m "
+      printf 'run %d  %-28s %-6s %6.2f s  %5.2f CPU s  %4d MB\n' "$i" "$(basename "${bins[b]}")" "$mode" "$w" "$c" "$m"
+    done
+  done
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-wl=$(median "${walls_local[@]}"); wr=$(median "${walls_remote[@]}")
-cl=$(median "${cpus_local[@]}"); cr=$(median "${cpus_remote[@]}")
-ml=$(median "${rss_local[@]}"); mr=$(median "${rss_remote[@]}")
-awk -v wl="$wl" -v wr="$wr" -v cl="$cl" -v cr="$cr" -v ml="$ml" -v mr="$mr" -v n="$count" -v b="$bytes" 'BEGIN {
-  printf "median local  %.2f s (%.1f images/s, %.0f MB/s), %.2f CPU s, peak RSS %d MB\n", wl, n / wl, b / wl / 1e6, cl, ml
-  printf "median remote %.2f s (%.1f images/s, %.0f MB/s), %.2f CPU s, peak RSS %d MB\n", wr, n / wr, b / wr / 1e6, cr, mr
-  printf "remote/local rate %.3f (target >= 0.9); remote CPU %+.2f s\n", wl / wr, cr - cl }'
+median() { printf '%s\n' $1 | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+for b in "${!bins[@]}"; do
+  wl=$(median "${wall[$b,local]}"); wr=$(median "${wall[$b,remote]}")
+  cl=$(median "${cpu[$b,local]}"); cr=$(median "${cpu[$b,remote]}")
+  ml=$(median "${rss[$b,local]}"); mr=$(median "${rss[$b,remote]}")
+  echo "${bins[b]}:"
+  awk -v wl="$wl" -v wr="$wr" -v cl="$cl" -v cr="$cr" -v ml="$ml" -v mr="$mr" -v n="$count" -v b="$bytes" 'BEGIN {
+    printf "  median local  %.2f s (%.1f images/s, %.0f MB/s), %.2f CPU s, peak RSS %d MB\n", wl, n / wl, b / wl / 1e6, cl, ml
+    printf "  median remote %.2f s (%.1f images/s, %.0f MB/s), %.2f CPU s, peak RSS %d MB\n", wr, n / wr, b / wr / 1e6, cr, mr
+    printf "  remote/local rate %.3f (target >= 0.9); remote CPU %+.2f s\n", wl / wr, cr - cl }'
+done
 
 if [ -n "${STRACE:-}" ]; then
-  for mode in local remote; do
-    rm -rf "$work/out"
-    strace -c -f -o "$work/strace-$mode" "$bin" thumb ${EXTRA:-} --quiet --out "$work/out" -i "$work/$mode.txt" 2>/dev/null
-    printf 'strace %-6s' "$mode"
-    for call in recvfrom read write futex; do
-      printf '  %s %s' "$call" "$(awk -v c="$call" '$NF == c {print $4}' "$work/strace-$mode" | head -1)"
+  for b in "${!bins[@]}"; do
+    for mode in local remote; do
+      rm -rf "$work/out"
+      strace -c -f -o "$work/strace" "${bins[b]}" thumb ${EXTRA:-} --quiet --out "$work/out" -i "$work/$mode.txt" 2>/dev/null
+      printf 'strace %-28s %-6s' "$(basename "${bins[b]}")" "$mode"
+      for call in recvfrom read write futex; do
+        printf '  %s %s' "$call" "$(awk -v c="$call" '$NF == c {print $4}' "$work/strace" | head -1)"
+      done
+      echo
     done
-    echo
   done
 fi
