@@ -40,11 +40,19 @@ let package = Package(
             pkgConfig: "spng",
             providers: [.apt(["libspng-dev"])]
         ),
-        // Decode core: the only Swift that speaks C.
+        // libcurl's multi interface, for VipsLoad's HTTP transport: wrappers for its variadic
+        // setters only (curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt).
+        .systemLibrary(
+            name: "CCurl",
+            path: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
-        .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        .target(name: "VipsLoad", dependencies: ["VipsCore", "CCurl"], path: "Sources/VipsLoad"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
         // The command-line tool.

@@ -92,6 +92,7 @@ final class DocCoverageTests: XCTestCase {
                 "-I", Self.packageRoot.appendingPathComponent("CTurboJPEG").path,
                 "-I", Self.packageRoot.appendingPathComponent("CWebP").path,
                 "-I", Self.packageRoot.appendingPathComponent("CSPNG").path,
+                "-I", Self.packageRoot.appendingPathComponent("CCurl").path,
                 "-target", "x86_64-unknown-linux-gnu", "-minimum-access-level", "public", "-output-dir", output.path
             ]
             #if arch(arm64)

@@ -8,8 +8,10 @@ import Foundation
 /// a temporary file when caching is off) so the decoder reads it from disk
 /// and a large image never sits whole in memory.
 ///
-/// - One shared `URLSession`, at most `maxConcurrentDownloads` at once, an idle
-///   and a whole-transfer timeout, bounded redirects.
+/// - One `HTTPTransport` (libcurl's multi interface on a thread of its own,
+///   each body written to its file as it arrives), at most
+///   `maxConcurrentDownloads` at once, an idle and a whole-transfer timeout,
+///   bounded redirects.
 /// - Concurrent loads of one URL share one download and one `ImageData`;
 ///   cancelling the last caller cancels the network task.
 /// - Only a complete, non-empty 2xx body whose first bytes are an image format
@@ -24,14 +26,13 @@ import Foundation
 public final class HTTPDataLoader: ImageDataLoading {
     /// The timeouts, limits, retries and caching the loader was made with.
     public let configuration: Configuration
-    private let session: URLSession
-    private let delegate: HTTPSessionDelegate
+    private let transport = HTTPTransport()
     /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
     private let limiter: HTTPDownloadLimiter?
     private let coalescer = SharedLoads()
     private let counters = LockedState(HTTPLoaderMetrics())
 
-    /// A loader with its own session; at most `maxConcurrentDownloads` downloads run at once.
+    /// A loader with its own transport; at most `maxConcurrentDownloads` downloads run at once.
     public convenience init(configuration: Configuration = Configuration()) {
         self.init(configuration: configuration, limitsDownloads: true)
     }
@@ -40,20 +41,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// (an `ImagePipeline`'s loading lane, in priority order).
     init(configuration: Configuration, limitsDownloads: Bool) {
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        // Caching is the DiskCache's job; URLSession's own cache would keep bodies in memory.
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConcurrentDownloads)
-        sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
-        delegate = HTTPSessionDelegate()
-        session = URLSession(
-            configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
         limiter = limitsDownloads ? HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads) : nil
-    }
-
-    deinit {
-        session.invalidateAndCancel()
     }
 
     /// This loader's counters.
@@ -193,7 +181,7 @@ public final class HTTPDataLoader: ImageDataLoading {
             })
         counters.withLock { $0.httpRequests += 1 }
 
-        switch try await transfer.run(in: session, delegate: delegate) {
+        switch try await transfer.run(in: transport) {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache, let stored = stale.entry.http else {
                 throw HTTPTransfer.Failure(
@@ -249,7 +237,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// there, a temporary file otherwise (also when the cache's folder
     /// refuses new files, or refuses more bytes while the body streams).
     private static func makeSink(
-        _ response: HTTPURLResponse, receivedAt: Date, cache: DiskCache?,
+        _ response: HTTPResponseHead, receivedAt: Date, cache: DiskCache?,
         temporaryDirectory directory: String
     ) throws(VipsError) -> HTTPTransfer.Sink {
         if let cache,
