@@ -60,9 +60,9 @@ final class HTTPTransport: Sendable {
     private let loop: Loop
 
     /// A transport whose transfers read with `receiveBufferSize`-byte buffers.
+    /// Its thread starts with the first transfer.
     init(receiveBufferSize: Int = HTTPTransport.defaultReceiveBufferSize) {
         loop = Loop(receiveBufferSize: receiveBufferSize)
-        loop.launch()
     }
 
     deinit {
@@ -212,22 +212,31 @@ extension HTTPTransport {
 
     /// The thread's side: the multi handle, the transfers, the loop.
     ///
-    /// `@unchecked Sendable`: `exchanges` and the multi handle are used on the
-    /// transport thread only (between `launch()` and the thread's end), except
-    /// `curl_multi_wakeup`, which libcurl documents as callable from any
-    /// thread; everything other threads touch is in `commands`.
+    /// The multi handle and the thread are made with the first transfer, so
+    /// a loader that never downloads (a pipeline of local files) costs no
+    /// thread and no descriptors.
+    ///
+    /// `@unchecked Sendable`: `multi` (written once, before the thread
+    /// starts), `exchanges` and `spares` are used on the transport thread
+    /// only; what other threads touch is in `commands`, whose copy of the
+    /// multi handle serves `curl_multi_wakeup` (which libcurl allows from any
+    /// thread).
     private final class Loop: @unchecked Sendable {
         private struct Commands {
             var pending: [Command] = []
+            /// The multi handle, once the thread runs: for waking it.
+            var multi: UnsafeMutableRawPointer?
+            /// Set by the first start, while the multi handle and thread are made.
+            var launching = false
             var stopping = false
-            /// Set once the thread has ended (or never started): commands are refused.
+            /// Set once the thread has ended (or could not start): commands are refused.
             var closed = false
         }
 
         /// libcurl's CURL_MAX_READ_SIZE (10 MiB), a macro Swift does not import.
         static let largestReceiveBuffer = 10 * 1024 * 1024
 
-        private let multi: UnsafeMutableRawPointer?
+        private var multi: UnsafeMutableRawPointer?
         private let receiveBufferSize: Int
         private let commands = LockedState(Commands())
         private var exchanges: [ObjectIdentifier: Exchange] = [:]
@@ -236,7 +245,6 @@ extension HTTPTransport {
         init(receiveBufferSize: Int) {
             self.receiveBufferSize = max(16 * 1024, min(receiveBufferSize, Loop.largestReceiveBuffer))
             spares = Spares(bufferSize: self.receiveBufferSize)
-            multi = Loop.libcurlReady ? curl_multi_init() : nil
         }
 
         /// `curl_global_init`, once per process (libcurl counts its callers;
@@ -250,12 +258,49 @@ extension HTTPTransport {
 
         static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-        /// Starts the thread (or marks the loop closed when libcurl is not there).
-        func launch() {
-            guard multi != nil else {
-                commands.withLock { $0.closed = true }
+        /// Queues `command` and wakes the thread (starting it with the first
+        /// command); false when the loop is closed.
+        ///
+        /// The wake-up is sent under the lock: the thread frees the multi
+        /// handle only after marking the loop closed under the same lock, so
+        /// it is never woken through a freed handle. (`curl_multi_wakeup`
+        /// writes to a pipe, calls nothing back and takes no lock of ours.)
+        func send(_ command: Command) -> Bool {
+            let (accepted, mustLaunch) = commands.withLock { state -> (Bool, Bool) in
+                guard !state.closed, !state.stopping else { return (false, false) }
+                // Before the first start there is nothing to cancel (and no thread to start for it).
+                if case .cancel = command, state.multi == nil, !state.launching { return (false, false) }
+                state.pending.append(command)
+                if let multi = state.multi {
+                    curl_multi_wakeup(multi)
+                    return (true, false)
+                }
+                // The thread is being started: it takes what is pending when it runs.
+                if state.launching { return (true, false) }
+                state.launching = true
+                return (true, true)
+            }
+            if mustLaunch { launch() }
+            return accepted
+        }
+
+        /// Makes the multi handle and starts the thread (outside any lock); when
+        /// libcurl cannot, the loop closes and what was queued fails.
+        private func launch() {
+            let made = Loop.libcurlReady ? curl_multi_init() : nil
+            guard let made else {
+                let queued = commands.withLock { state -> [Command] in
+                    state.closed = true
+                    defer { state.pending = [] }
+                    return state.pending
+                }
+                for case .start(let transfer) in queued {
+                    transfer.fail(VipsError(.internal, "libcurl could not be initialised"))
+                }
                 return
             }
+            multi = made
+            commands.withLock { $0.multi = made }
             let thread = Thread { [self] in
                 ThreadNaming.setCurrentThreadName("vipsload-http")
                 run()
@@ -263,27 +308,14 @@ extension HTTPTransport {
             thread.start()
         }
 
-        /// Queues `command` and wakes the thread; false when the loop is closed.
-        ///
-        /// The wake-up is sent under the lock: the thread frees the multi
-        /// handle only after marking the loop closed under the same lock, so
-        /// it is never woken through a freed handle. (`curl_multi_wakeup`
-        /// writes to a pipe, calls nothing back and takes no lock of ours.)
-        func send(_ command: Command) -> Bool {
-            commands.withLock { state -> Bool in
-                guard !state.closed, !state.stopping, let multi else { return false }
-                state.pending.append(command)
-                curl_multi_wakeup(multi)
-                return true
-            }
-        }
-
         /// Asks the thread to end (transfers still running end as cancelled).
         func stop() {
             commands.withLock { state in
-                guard !state.closed, !state.stopping, let multi else { return }
+                guard !state.closed, !state.stopping else { return }
                 state.stopping = true
-                curl_multi_wakeup(multi)
+                if let multi = state.multi { curl_multi_wakeup(multi) }
+                // Never started: nothing runs, nothing to end.
+                if !state.launching { state.closed = true }
             }
         }
 
@@ -314,6 +346,7 @@ extension HTTPTransport {
             // Released with transfers still running: they end as cancelled.
             let left = commands.withLock { state -> [Command] in
                 state.closed = true
+                state.multi = nil
                 defer { state.pending = [] }
                 return state.pending
             }

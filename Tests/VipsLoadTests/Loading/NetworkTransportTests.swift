@@ -191,6 +191,26 @@ final class NetworkTransportTests: NetworkTestCase {
         XCTAssertEqual(data.flatMap(NetworkFixtures.contents), try NetworkFixtures.jpeg())
     }
 
+    func testALoaderStartsItsThreadWithItsFirstDownload() async throws {
+        server.route("/photo.jpg", .ok(try NetworkFixtures.jpeg()))
+        let before = Self.transportThreads()
+        let loader = makeLoader()
+        XCTAssertEqual(loader.metrics.httpRequests, 0)
+        XCTAssertTrue(Self.transportThreads().isSubset(of: before), "no thread for a loader that has not downloaded")
+        _ = try await load(loader, "/photo.jpg")
+        XCTAssertFalse(Self.transportThreads().isSubset(of: before), "the first download started one")
+    }
+
+    /// The task IDs of this process's threads named `vipsload-http`.
+    private static func transportThreads() -> Set<String> {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return Set(
+            tasks.filter {
+                let name = try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+                return name?.trimmingCharacters(in: .whitespacesAndNewlines) == "vipsload-http"
+            })
+    }
+
     /// The calling thread's kernel task ID and name (`/proc/thread-self`).
     private static func currentThread() -> (task: String, name: String) {
         let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
