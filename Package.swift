@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "VipsCore", targets: ["VipsCore"]),
         .library(name: "VipsLoad", targets: ["VipsLoad"]),
+        .library(name: "VipsServe", targets: ["VipsServe"]),
         .executable(name: "vipsload", targets: ["vipsload"])
     ],
     targets: [
@@ -53,6 +54,9 @@ let package = Package(
             name: "VipsCore", dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG"], path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore", "CCurl"], path: "Sources/VipsLoad"),
+        // The image server library: imgproxy's URL grammar, signatures and source policy over the pipeline.
+        // (CVipsShim for GLib's GHmac, linked through libvips.)
+        .target(name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CVipsShim"], path: "Sources/VipsServe"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore"], path: "Sources/VipsBench"),
         // The command-line tool.
@@ -63,6 +67,9 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),
         .testTarget(
             name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "TestSupport"], path: "Tests/VipsLoadTests"),
+        .testTarget(
+            name: "VipsServeTests", dependencies: ["VipsServe", "VipsLoad", "VipsCore", "TestSupport"],
+            path: "Tests/VipsServeTests"),
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.

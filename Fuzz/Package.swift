@@ -17,6 +17,19 @@ let package = Package(
             name: "FuzzDecode",
             dependencies: ["CLibFuzzer", .product(name: "VipsCore", package: "VipsLoad")],
             path: "Sources/FuzzDecode"
+        ),
+        // Declares libFuzzer's driver for the URL target and holds its C main.
+        .target(name: "CLibFuzzerURL", path: "Sources/CLibFuzzerURL"),
+        // `FuzzURL [libFuzzer flags] [CORPUS...]` fuzzes VipsServe's processing-URL parser (options,
+        // signatures, sources) and the requests it makes; `FuzzURL --write-seeds DIR` writes its seeds.
+        // A target of its own, so the decode target builds without VipsLoad and VipsServe.
+        .executableTarget(
+            name: "FuzzURL",
+            dependencies: [
+                "CLibFuzzerURL", .product(name: "VipsCore", package: "VipsLoad"),
+                .product(name: "VipsLoad", package: "VipsLoad"), .product(name: "VipsServe", package: "VipsLoad")
+            ],
+            path: "Sources/FuzzURL"
         )
     ],
     swiftLanguageModes: [.v6]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes VipsCore's probe + decode + thumbnail for SECONDS (default 60) with
-# libFuzzer and AddressSanitizer, single process on one core.
+# libFuzzer and AddressSanitizer, single process on one core; with `url` first,
+# fuzzes VipsServe's processing-URL parser (options, signatures, sources) instead.
 #
-#   scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [url] [SECONDS] [extra libFuzzer flags...]
 #
 # Installs what is missing (scripts/setup.sh: Swift's -sanitize=fuzzer brings
 # its own libFuzzer runtime, no clang package is needed), builds the harness in
@@ -13,32 +14,49 @@
 # crash, a leak, a timeout or an out-of-memory input.
 #
 # Reproduce a crasher: .fuzz/build/debug/FuzzDecode .fuzz/crashes/<file>
+# (a URL crasher, named url-*: .fuzz/build/debug/FuzzURL .fuzz/crashes/url-<file>).
+# The URL target is its own executable (FuzzURL: it builds VipsLoad and VipsServe,
+# which the decode target does not), with its own seeds (.fuzz/url-seeds), corpus
+# (.fuzz/url-corpus), dictionary (Fuzz/url.dict) and history (.fuzz/url-history.tsv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 
+mode=decode
+if [ "${1:-}" = url ]; then
+  mode=url
+  shift
+fi
 seconds=${1:-60}
 shift || true
-case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
+case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [url] [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
 
 scripts/setup.sh
 
 root=.fuzz
-mkdir -p "$root/corpus" "$root/crashes" "$root/logs"
+if [ "$mode" = url ]; then
+  corpus=$root/url-corpus seeds=$root/url-seeds dict=Fuzz/url.dict history=$root/url-history.tsv
+  product=FuzzURL prefix=url- max_len=4096
+else
+  corpus=$root/corpus seeds=$root/seeds dict=Fuzz/image.dict history=$root/history.tsv
+  product=FuzzDecode prefix= max_len=65536
+fi
+mkdir -p "$corpus" "$root/crashes" "$root/logs"
 
-# Instrument VipsCore and the harness for coverage (fuzzer) and memory errors (address).
+# Instrument VipsCore (the URL target: VipsLoad and VipsServe too) and the harness for
+# coverage (fuzzer) and memory errors (address).
 # -parse-as-library: the harness has no Swift entry point (see Fuzz/Sources/CLibFuzzer).
-swift build --package-path Fuzz --scratch-path "$root/build" --product FuzzDecode -c debug \
+swift build --package-path Fuzz --scratch-path "$root/build" --product "$product" -c debug \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 |
   { grep -v -e "prohibited flag(s): -pthread" -e "Cannot export local symbol" || true; }
-bin="$root/build/debug/FuzzDecode"
+bin="$root/build/debug/$product"
 
 # Seeds: regenerated every run (deterministic), plus HEIF/AVIF made with the
 # vips CLI when its HEIF saver is available (VipsCore does not encode HEIF).
-"$bin" --write-seeds "$root/seeds" >/dev/null
-if command -v vips >/dev/null 2>&1; then
-  vips copy "$root/seeds/rgba.png" "$root/seeds/rgba.avif" 2>/dev/null || true
-  vips copy "$root/seeds/rgb.png" "$root/seeds/rgb.heic[compression=hevc]" 2>/dev/null || true
+"$bin" --write-seeds "$seeds" >/dev/null
+if [ "$mode" = decode ] && command -v vips >/dev/null 2>&1; then
+  vips copy "$seeds/rgba.png" "$seeds/rgba.avif" 2>/dev/null || true
+  vips copy "$seeds/rgb.png" "$seeds/rgb.heic[compression=hevc]" 2>/dev/null || true
 fi
 
 # A broken invariant is a Swift fatalError: let it reach libFuzzer's signal handler directly
@@ -51,14 +69,14 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.s
 marker=$(mktemp)
 trap 'rm -f "$marker"' EXIT
 before=$(find "$root/crashes" -type f | wc -l)
-log="$root/logs/fuzz-$(date -u +%Y%m%dT%H%M%SZ).log"
-echo "fuzz: ${seconds}s, log in $log" >&2
+log="$root/logs/fuzz-${prefix}$(date -u +%Y%m%dT%H%M%SZ).log"
+echo "fuzz${prefix:+ (${mode})}: ${seconds}s, log in $log" >&2
 status=0
 # -rss_limit_mb: an input that makes the process grow past 2 GB counts as a finding (a bomb the limits missed).
-# -timeout: one input taking over 10 s is a finding too. -max_len: 64 KiB covers every seed.
-"$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 -max_len=65536 \
-  -use_value_profile=1 -dict=Fuzz/image.dict -print_final_stats=1 -artifact_prefix="$root/crashes/" \
-  "$@" "$root/corpus" "$root/seeds" >"$log" 2>&1 || status=$?
+# -timeout: one input taking over 10 s is a finding too. -max_len: 64 KiB covers every image seed, 4 KiB every URL.
+"$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
+  -max_len="$max_len" -use_value_profile=1 -dict="$dict" -print_final_stats=1 -artifact_prefix="$root/crashes/$prefix" \
+  "$@" "$corpus" "$seeds" >"$log" 2>&1 || status=$?
 after=$(find "$root/crashes" -type f | wc -l)
 
 # Figures: libFuzzer's final stats and last coverage line.
@@ -68,11 +86,11 @@ rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
 last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
 cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-corpus=$(find "$root/corpus" -type f | wc -l)
-[ -f "$root/history.tsv" ] || printf 'date\tseconds\texecs\texec_per_s\tcov\tft\tcorpus\tpeak_rss_mb\tnew_crashes\tstatus\n' >"$root/history.tsv"
+entries=$(find "$corpus" -type f | wc -l)
+[ -f "$history" ] || printf 'date\tseconds\texecs\texec_per_s\tcov\tft\tcorpus\tpeak_rss_mb\tnew_crashes\tstatus\n' >"$history"
 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$seconds" "${execs:-?}" "${rate:-?}" \
-  "${cov:-?}" "${ft:-?}" "$corpus" "${rss:-?}" "$((after - before))" "$status" >>"$root/history.tsv"
-echo "fuzz: ${execs:-?} executions, ${rate:-?}/s, cov ${cov:-?}, ft ${ft:-?}, corpus $corpus, peak RSS ${rss:-?} MB" >&2
+  "${cov:-?}" "${ft:-?}" "$entries" "${rss:-?}" "$((after - before))" "$status" >>"$history"
+echo "fuzz${prefix:+ (${mode})}: ${execs:-?} executions, ${rate:-?}/s, cov ${cov:-?}, ft ${ft:-?}, corpus $entries, peak RSS ${rss:-?} MB" >&2
 
 if [ "$status" -ne 0 ] || [ "$after" -gt "$before" ]; then
   echo "fuzz: FOUND A PROBLEM (status $status); crashers in $root/crashes:" >&2

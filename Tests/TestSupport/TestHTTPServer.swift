@@ -124,9 +124,13 @@ public final class TestHTTPServer: Sendable {
     private let listener: Int32
     /// The port the server listens on (chosen by the kernel).
     public let port: UInt16
+    /// The IPv4 address the server listens on (127.0.0.1 unless another was given).
+    public let host: String
 
-    /// Binds 127.0.0.1 on an ephemeral port and starts accepting.
-    public init() throws {
+    /// Binds `host` (an IPv4 address; any of 127.0.0.0/8 is this machine's loopback)
+    /// on an ephemeral port and starts accepting.
+    public init(host: String = "127.0.0.1") throws {
+        self.host = host
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var one: Int32 = 1
@@ -134,7 +138,7 @@ public final class TestHTTPServer: Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -159,12 +163,12 @@ public final class TestHTTPServer: Sendable {
 
     /// The URL of `path` on this server.
     public func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(path)")!
+        URL(string: "http://\(host):\(port)\(path)")!
     }
 
     /// The URL of `path` with credentials in it: `http://user:password@127.0.0.1:port/path`.
     public func url(_ path: String, user: String, password: String) -> URL {
-        URL(string: "http://\(user):\(password)@127.0.0.1:\(port)\(path)")!
+        URL(string: "http://\(user):\(password)@\(host):\(port)\(path)")!
     }
 
     /// Scripts `path` (exact match, query ignored).

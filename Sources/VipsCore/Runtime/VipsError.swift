@@ -42,6 +42,12 @@ public struct VipsError: Error, Sendable, Hashable, CustomStringConvertible {
         case unsupportedSource
         /// The request allowed only cached data and nothing was cached.
         case notCached
+        /// A policy refuses the source: its host resolves to an address the
+        /// HTTP loader's address policy does not allow (loopback, private,
+        /// link-local…: SSRF protection), or a server's source rules do not
+        /// admit it. Not the source's fault, and not retried: an image server
+        /// answers 403.
+        case sourceNotAllowed
 
         // MARK: Network
         /// The server answered with a status other than 2xx (see `VipsError.httpStatus`).

@@ -163,6 +163,8 @@ public final class HTTPDataLoader: ImageDataLoading {
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
+        // As late as possible before connecting (the transport resolves again: see SourceAddressPolicy).
+        try await configuration.addressPolicy.check(url)
         if let http = stale?.entry.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified {
@@ -172,7 +174,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         let limits = HTTPTransfer.Limits(
             maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
             requestTimeout: configuration.requestTimeout,
-            resourceTimeout: configuration.resourceTimeout)
+            resourceTimeout: configuration.resourceTimeout, addressPolicy: configuration.addressPolicy)
         let directory = configuration.temporaryDirectory.path
         let transfer = HTTPTransfer(
             request: request, conditional: stale != nil, limits: limits, progress: progress,

@@ -32,6 +32,11 @@ extension HTTPDataLoader {
         /// Header fields sent with every request. Default
         /// `Accept: image/*,*/*;q=0.8` and a `User-Agent` naming VipsLoad.
         public var headers: [String: String]
+        /// Which addresses may be connected to, checked before every request
+        /// and before following every redirect (see `SourceAddressPolicy`).
+        /// Default `.unrestricted`; a server fetching URLs its clients name
+        /// sets `.publicOnly`.
+        public var addressPolicy: SourceAddressPolicy = .unrestricted
 
         /// A configuration; each parameter defaults as its property documents.
         public init(

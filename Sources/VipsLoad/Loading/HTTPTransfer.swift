@@ -61,6 +61,8 @@ final class HTTPTransfer: Sendable {
         let maxRedirects: Int
         let requestTimeout: TimeInterval
         let resourceTimeout: TimeInterval
+        /// Checked again for every redirect's target.
+        var addressPolicy: SourceAddressPolicy = .unrestricted
     }
 
     /// One request as the transport sends it: the URL and the header lines.

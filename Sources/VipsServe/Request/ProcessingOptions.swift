@@ -1,0 +1,194 @@
+import VipsCore
+
+/// imgproxy's processing options as a URL leaves them: each property is the
+/// state its options set, a later option overriding an earlier one as in
+/// imgproxy (`w:100/w:200` is 200 wide). Every property's default is imgproxy's.
+///
+/// `canonicalSegments` writes the state back as options that parse to the same
+/// state, in one fixed order with defaults left out: the identity of the
+/// variant in cache keys and ETags.
+public struct ProcessingOptions: Sendable, Hashable {
+    /// How the image is brought to `width` × `height` (imgproxy's `resizing_type`).
+    public enum ResizingType: String, Sendable, Hashable, CaseIterable {
+        /// Inside the box, keeping the aspect ratio.
+        case fit
+        /// Cover the box, keeping the aspect ratio, and crop what projects.
+        case fill
+        /// As `fill`, but an image too small to cover the box is cropped to the box's aspect ratio.
+        case fillDown = "fill-down"
+        /// Exactly the box, ignoring the aspect ratio.
+        case force
+        /// `fill` when the image and the box have the same orientation, `fit` otherwise.
+        case auto
+    }
+
+    /// A gravity option: a type and its offsets (imgproxy's `%type:%x_offset:%y_offset`).
+    public struct Gravity: Sendable, Hashable {
+        /// imgproxy's gravity types, by their URL names.
+        public enum Kind: String, Sendable, Hashable, CaseIterable {
+            /// `ce`, `no`, `so`, `ea`, `we`: the centre or an edge.
+            case centre = "ce", north = "no", south = "so", east = "ea", west = "we"
+            /// `noea`, `nowe`, `soea`, `sowe`: a corner.
+            case northEast = "noea", northWest = "nowe", southEast = "soea", southWest = "sowe"
+            /// `sm`: smart gravity (libvips' attention strategy). No offsets.
+            case smart = "sm"
+            /// `fp`: a focus point; `x` and `y` (0–1) are where the result's centre lies.
+            case focusPoint = "fp"
+        }
+
+        /// The gravity type.
+        public var kind: Kind
+        /// The x offset: pixels (scaled by the dpr) when at least 1 in magnitude,
+        /// a fraction of the width below that; for `fp`, the focus point's x (0–1).
+        public var x: Double
+        /// The y offset, as `x`.
+        public var y: Double
+
+        /// A gravity of `kind` with offsets `x`, `y`.
+        public init(_ kind: Kind, x: Double = 0, y: Double = 0) {
+            self.kind = kind
+            self.x = x
+            self.y = y
+        }
+
+        /// `ce:0:0`, imgproxy's default.
+        public static let centre = Gravity(.centre)
+
+        /// Whether offsets move the position (a focus point, or a non-zero offset).
+        var isOffset: Bool { kind == .focusPoint || x != 0 || y != 0 }
+
+        /// The option arguments that set this state again: `sm`, or `kind:x:y`.
+        var arguments: String {
+            kind == .smart ? "sm" : "\(kind.rawValue):\(Self.text(x)):\(Self.text(y))"
+        }
+
+        /// A number as the parser reads it back exactly (shortest round-trip form).
+        static func text(_ value: Double) -> String { "\(value)" }
+    }
+
+    /// Padding on each side, in points (scaled by the dpr).
+    public struct Padding: Sendable, Hashable {
+        /// Padding at the top, in points.
+        public var top = 0
+        /// Padding at the right, in points.
+        public var right = 0
+        /// Padding at the bottom, in points.
+        public var bottom = 0
+        /// Padding at the left, in points.
+        public var left = 0
+
+        /// No padding.
+        public init() {}
+
+        /// Whether every side is 0.
+        public var isZero: Bool { top == 0 && right == 0 && bottom == 0 && left == 0 }
+    }
+
+    /// The output formats this server encodes, by their imgproxy names.
+    public enum Format: String, Sendable, Hashable, CaseIterable {
+        /// JPEG (`jpg`, also spelt `jpeg`).
+        case jpeg = "jpg"
+        /// PNG.
+        case png
+        /// WebP.
+        case webp
+        /// AVIF.
+        case avif
+        /// GIF.
+        case gif
+
+        /// The format's encoder settings, with `quality` (1–100) where the format has one.
+        public func outputFormat(quality: Int?) -> OutputFormat {
+            switch self {
+            case .jpeg: return quality.map { .jpeg(quality: $0) } ?? .jpeg()
+            case .png: return .png()
+            case .webp: return quality.map { .webp(quality: $0) } ?? .webp()
+            case .avif: return quality.map { .avif(quality: $0) } ?? .avif()
+            case .gif: return .gif
+            }
+        }
+    }
+
+    /// `resizing_type`. Default `.fit`.
+    public var resizingType = ResizingType.fit
+    /// `width` in points; 0 (the default) follows from the height and the aspect ratio.
+    public var width = 0
+    /// `height` in points; 0 (the default) follows from the width.
+    public var height = 0
+    /// `enlarge`: whether an image smaller than the box is scaled up. Default false.
+    public var enlarge = false
+    /// `extend`: whether a result smaller than the box is padded to it. Default false.
+    public var extend = false
+    /// Where the image sits when extended. Default `ce`.
+    public var extendGravity = Gravity.centre
+    /// `gravity`: what part is kept when cropping. Default `ce`.
+    public var gravity = Gravity.centre
+    /// `crop` width: pixels when at least 1, a fraction of the image below that, 0 for all of it.
+    public var cropWidth = 0.0
+    /// `crop` height, as `cropWidth`.
+    public var cropHeight = 0.0
+    /// The crop's own gravity; nil (the default) uses `gravity`.
+    public var cropGravity: Gravity?
+    /// `padding`. Default none.
+    public var padding = Padding()
+    /// `background`: the colour that fills extended and padded areas and that
+    /// transparency is flattened onto; nil (the default) keeps transparency.
+    public var background: Colour?
+    /// `quality` 1–100; 0 (the default) is the format's default.
+    public var quality = 0
+    /// `format` (or the URL's extension); nil (the default) leaves the choice to
+    /// the server (from `Accept` and the source's format).
+    public var format: Format?
+    /// `blur` sigma; 0 (the default) is none.
+    public var blur = 0.0
+    /// `sharpen` sigma; 0 (the default) is none.
+    public var sharpen = 0.0
+    /// `rotate`, clockwise: 0, 90, 180 or 270. Default 0.
+    public var rotate = 0
+    /// `strip_metadata`. Default true, as imgproxy's `IMGPROXY_STRIP_METADATA`.
+    public var stripMetadata = true
+    /// `dpr`: pixels per point. Default 1.
+    public var dpr = 1.0
+    /// `cachebuster`: changes the URL, nothing else. Default none.
+    public var cacheBuster: String?
+
+    /// Every option at imgproxy's default.
+    public init() {}
+
+    /// Whether a crop (imgproxy's crop before resize) is set.
+    public var hasCrop: Bool { cropWidth > 0 || cropHeight > 0 }
+
+    /// The options that rebuild this state when parsed, in a fixed order, each
+    /// left out when at its default: `["rt:fill", "w:300", "h:200", "g:sm"]`.
+    public var canonicalSegments: [String] {
+        var segments: [String] = []
+        if resizingType != .fit { segments.append("rt:\(resizingType.rawValue)") }
+        if width != 0 { segments.append("w:\(width)") }
+        if height != 0 { segments.append("h:\(height)") }
+        if enlarge { segments.append("el:1") }
+        if extend || extendGravity != .centre { segments.append("ex:\(extend ? 1 : 0):\(extendGravity.arguments)") }
+        if gravity != .centre { segments.append("g:\(gravity.arguments)") }
+        if cropWidth != 0 || cropHeight != 0 || cropGravity != nil {
+            segments.append(
+                "c:\(Gravity.text(cropWidth)):\(Gravity.text(cropHeight))"
+                    + (cropGravity.map { ":" + $0.arguments } ?? ""))
+        }
+        if !padding.isZero { segments.append("pd:\(padding.top):\(padding.right):\(padding.bottom):\(padding.left)") }
+        if let background {
+            segments.append(
+                "bg:"
+                    + [background.red, background.green, background.blue].map {
+                        ($0 < 16 ? "0" : "") + String($0, radix: 16)
+                    }.joined())
+        }
+        if quality != 0 { segments.append("q:\(quality)") }
+        if let format { segments.append("f:\(format.rawValue)") }
+        if blur != 0 { segments.append("bl:\(Gravity.text(blur))") }
+        if sharpen != 0 { segments.append("sh:\(Gravity.text(sharpen))") }
+        if rotate != 0 { segments.append("rot:\(rotate)") }
+        if !stripMetadata { segments.append("sm:0") }
+        if dpr != 1 { segments.append("dpr:\(Gravity.text(dpr))") }
+        if let cacheBuster { segments.append("cb:\(cacheBuster)") }
+        return segments
+    }
+}

@@ -1,0 +1,57 @@
+/// Why a processing URL was refused, and the HTTP status a server answers it with.
+///
+/// `message` is meant for the client: it names the offending option, argument
+/// or part of the URL, and never a path or address of the machine.
+public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong with the URL.
+    public enum Reason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// The path is not `/signature/options/source`, or the source URL's
+        /// encoding is broken (bad percent-escape or base64, no URL, two
+        /// extensions). 400.
+        case malformedURL
+        /// A processing option imgproxy does not have. 400.
+        case unknownOption
+        /// An option with the wrong number of arguments, an argument that does
+        /// not parse, or a value out of range. 400.
+        case invalidOption
+        /// An imgproxy option (or combination of options) this server does not
+        /// implement. 400.
+        case unsupportedOption
+        /// An output format imgproxy knows that this server does not encode. 415.
+        case unsupportedFormat
+        /// The signature is missing, malformed or wrong. 403.
+        case badSignature
+        /// The source is outside what the server may read (a path leaving the
+        /// root, a host no `--allow-source` pattern admits, another scheme). 403.
+        case sourceNotAllowed
+        /// The source file does not exist (or is not a regular file). 404.
+        case sourceNotFound
+
+        /// The reason's name.
+        public var description: String { rawValue }
+    }
+
+    /// What was wrong.
+    public let reason: Reason
+    /// What to tell the client: names the option or the part of the URL.
+    public let message: String
+
+    /// An error of `reason` explained by `message`.
+    public init(_ reason: Reason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    /// The HTTP status to answer with: 400, 403, 404 or 415.
+    public var status: Int {
+        switch reason {
+        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 400
+        case .unsupportedFormat: return 415
+        case .badSignature, .sourceNotAllowed: return 403
+        case .sourceNotFound: return 404
+        }
+    }
+
+    /// "status reason: message".
+    public var description: String { "\(status) \(reason): \(message)" }
+}

@@ -1,0 +1,103 @@
+import VipsLoad
+import VipsServe
+import XCTest
+
+/// Signatures exactly as imgproxy computes them: its documented example
+/// (docs/usage/signing_url.mdx) verifies, and a tampered, truncated, missing
+/// or foreign signature is a 403.
+final class URLSignatureTests: XCTestCase {
+    /// imgproxy's example: key "secret", salt "hello".
+    private let key = try! URLSigningKey(hexKey: "736563726574", hexSalt: "68656C6C6F")
+    private let examplePath = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
+    private let exampleSignature = "oKfUtW34Dvo2BGQehJFR4Nr0_rIjOtdtzJ3QFsUcXH8"
+
+    private func parser(keys: [URLSigningKey]) throws -> ProcessingURLParser {
+        ProcessingURLParser(
+            signingKeys: keys, sources: try SourcePolicy(allowedSources: [try SourcePattern("example.com")]))
+    }
+
+    private func assertRefused(
+        _ parser: ProcessingURLParser, _ target: String, _ reason: ProcessingURLError.Reason = .badSignature,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        do {
+            let parsed = try parser.parseURL(target)
+            XCTFail("\(target) parsed: \(parsed)", file: file, line: line)
+        } catch {
+            XCTAssertEqual(error.reason, reason, "\(error)", file: file, line: line)
+            XCTAssertEqual(error.status, reason == .badSignature ? 403 : error.status, file: file, line: line)
+        }
+    }
+
+    func testTheDocumentedExampleSignatureIsComputed() {
+        XCTAssertEqual(key.signature(forPath: examplePath), exampleSignature)
+        XCTAssertEqual(
+            key.signature(forPath: String(examplePath.dropFirst())), exampleSignature, "a leading / is added")
+        XCTAssertTrue(key.verifies(exampleSignature, path: examplePath))
+    }
+
+    func testTheDocumentedExampleURLParsesSigned() throws {
+        let parsed = try parser(keys: [key]).parse("/\(exampleSignature)\(examplePath)")
+        XCTAssertTrue(parsed.isSigned)
+        XCTAssertEqual(parsed.url.source, "http://example.com/images/curiosity.jpg")
+        XCTAssertEqual(parsed.options.resizingType, .fill)
+        XCTAssertEqual([parsed.options.width, parsed.options.height], [300, 400])
+        XCTAssertEqual(parsed.options.gravity.kind, .smart)
+        XCTAssertEqual(parsed.output.format, .png)
+        XCTAssertEqual(parsed.imageRequest.source, .url(URL(string: "http://example.com/images/curiosity.jpg")!))
+        // A query is not part of what is signed.
+        XCTAssertNoThrow(try parser(keys: [key]).parseURL("/\(exampleSignature)\(examplePath)?utm=1"))
+    }
+
+    func testTamperedTruncatedMissingAndForeignSignaturesAreRefused() throws {
+        let signed = try parser(keys: [key])
+        // Any change to the path after the signature.
+        assertRefused(signed, "/\(exampleSignature)" + examplePath.replacingOccurrences(of: "300", with: "301"))
+        assertRefused(signed, "/\(exampleSignature)" + examplePath.replacingOccurrences(of: ".png", with: ".jpg"))
+        assertRefused(signed, "/\(exampleSignature)/w:10" + examplePath)
+        // A changed signature: one character, truncated (imgproxy's IMGPROXY_SIGNATURE_SIZE is not supported), padded.
+        var flipped = Array(exampleSignature)
+        flipped[5] = flipped[5] == "A" ? "B" : "A"
+        assertRefused(signed, "/\(String(flipped))\(examplePath)")
+        assertRefused(signed, "/\(exampleSignature.prefix(11))\(examplePath)")
+        assertRefused(signed, "/\(exampleSignature)=\(examplePath)")
+        assertRefused(signed, "/\(exampleSignature.replacingOccurrences(of: "_", with: "/"))\(examplePath)")
+        // Missing: no signature segment at all (the first segment is an option), or `insecure`.
+        assertRefused(signed, examplePath)
+        assertRefused(signed, "/insecure\(examplePath)")
+        assertRefused(signed, "/_\(examplePath)")
+        // Signed with another key or salt.
+        let other = try URLSigningKey(hexKey: "736563726574", hexSalt: "68656C6C70")
+        assertRefused(try parser(keys: [other]), "/\(exampleSignature)\(examplePath)")
+        // Any of several keys verifies (a key rotation).
+        XCTAssertTrue(try parser(keys: [other, key]).parseURL("/\(exampleSignature)\(examplePath)").isSigned)
+    }
+
+    func testWithoutAKeyAnySignatureSegmentIsAccepted() throws {
+        let unsigned = try parser(keys: [])
+        for signature in ["insecure", "unsafe", "_", exampleSignature, "anything-at-all"] {
+            let parsed = try unsigned.parseURL("/\(signature)\(examplePath)")
+            XCTAssertFalse(parsed.isSigned)
+        }
+        // imgproxy: a first segment that is an option means the signature was left out.
+        assertRefused(unsigned, examplePath)
+    }
+
+    func testSignatureIsCheckedOverThePathAfterProxyRepairs() throws {
+        // A proxy that encodes `:` as %3A and merges `//`: imgproxy repairs both before checking.
+        let path = "/rs:fit:100:100/plain/http://example.com/a.jpg"
+        let signature = key.signature(forPath: path)
+        let signed = try parser(keys: [key])
+        XCTAssertNoThrow(try signed.parseURL("/\(signature)\(path)"))
+        XCTAssertNoThrow(try signed.parseURL("/\(signature)/rs%3Afit%3A100%3A100/plain/http:/example.com/a.jpg"))
+    }
+
+    func testKeysMustBeHexAndNotEmpty() {
+        for (key, salt) in [("", "00"), ("00", ""), ("abc", "00"), ("zz", "00"), ("00", "0g")] {
+            XCTAssertThrowsError(try URLSigningKey(hexKey: key, hexSalt: salt), "\(key)/\(salt)") { error in
+                XCTAssertEqual((error as? VipsError)?.kind, .invalidArgument)
+            }
+        }
+        XCTAssertEqual(try URLSigningKey(hexKey: "0aFf", hexSalt: "10").key, [0x0A, 0xFF])
+    }
+}
