@@ -37,6 +37,14 @@ static inline CURLcode vl_curl_easy_setopt_write_function(CURL *handle, CURLopti
     return curl_easy_setopt(handle, option, function);
 }
 
+/* curl_easy_setopt with the socket-opening callback (CURLOPT_OPENSOCKETFUNCTION): a
+   function pointer is not a void * in C. The callback (Swift) sees each address libcurl is
+   about to connect to, so the address policy judges the connection itself. */
+static inline CURLcode vl_curl_easy_setopt_opensocket_function(CURL *handle,
+                                                              curl_opensocket_callback function) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, function);
+}
+
 /* curl_easy_getinfo for a long result (CURLINFO_LONG). */
 static inline CURLcode vl_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);

@@ -163,8 +163,6 @@ public final class HTTPDataLoader: ImageDataLoading {
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
-        // As late as possible before connecting (the transport resolves again: see SourceAddressPolicy).
-        try await configuration.addressPolicy.check(url)
         if let http = stale?.entry.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified {
@@ -182,8 +180,16 @@ public final class HTTPDataLoader: ImageDataLoading {
                 try Self.makeSink(response, receivedAt: receivedAt, cache: cache, temporaryDirectory: directory)
             })
         counters.withLock { $0.httpRequests += 1 }
+        let outcome: HTTPTransfer.Outcome
+        do {
+            outcome = try await transfer.run(in: transport)
+        } catch let failure as HTTPTransfer.Failure where failure.sentNothing {
+            // The address policy refused the connection: no request went out.
+            counters.withLock { $0.httpRequests -= 1 }
+            throw failure
+        }
 
-        switch try await transfer.run(in: transport) {
+        switch outcome {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache, let stored = stale.entry.http else {
                 throw HTTPTransfer.Failure(

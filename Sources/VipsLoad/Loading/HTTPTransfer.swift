@@ -54,6 +54,9 @@ final class HTTPTransfer: Sendable {
         let error: VipsError
         let isTransient: Bool
         var retryAfter: TimeInterval? = nil
+        /// Whether the attempt ended before any request was sent (the address
+        /// policy refused the first connection).
+        var sentNothing = false
     }
 
     struct Limits: Sendable {
@@ -61,7 +64,7 @@ final class HTTPTransfer: Sendable {
         let maxRedirects: Int
         let requestTimeout: TimeInterval
         let resourceTimeout: TimeInterval
-        /// Checked again for every redirect's target.
+        /// Judges every address the transport connects to, for every hop.
         var addressPolicy: SourceAddressPolicy = .unrestricted
     }
 
@@ -286,8 +289,11 @@ final class HTTPTransfer: Sendable {
     /// hop when the response was a redirect that is followed; otherwise the
     /// attempt has its outcome.
     func complete(_ fault: HTTPTransport.Fault?) -> Hop? {
-        let (finished, redirect, response, sink, received, interim) = state.withLock { state in
-            let taken = (state.finished, state.redirect, state.response, state.sink, state.received, state.interim)
+        let (finished, redirect, response, sink, received, interim, url, redirects) = state.withLock { state in
+            let taken = (
+                state.finished, state.redirect, state.response, state.sink, state.received, state.interim,
+                state.request.url, state.redirects
+            )
             if let next = state.redirect, !state.finished {
                 state.request = next
                 state.redirect = nil
@@ -303,7 +309,7 @@ final class HTTPTransfer: Sendable {
         // A redirect's body is not wanted: how its hop ended does not matter.
         if let redirect { return hop(for: redirect) }
         if let fault {
-            finish(.failure(failure(for: fault, headSeen: response != nil)))
+            finish(.failure(failure(for: fault, url: url, redirects: redirects)))
             return nil
         }
         guard let response, let sink else {
@@ -466,8 +472,19 @@ final class HTTPTransfer: Sendable {
     }
 
     /// The failure a transport fault means.
-    private func failure(for fault: HTTPTransport.Fault, headSeen: Bool) -> Failure {
+    private func failure(for fault: HTTPTransport.Fault, url: URL?, redirects: Int) -> Failure {
         let reason = fault.message
+        switch fault.kind {
+        case .addressNotAllowed:
+            guard let address = fault.refusedAddress else { break }
+            var host = url?.host ?? "the host"
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            let error = limits.addressPolicy.refusal(
+                of: address, host: host, label: label, afterRedirect: redirects > 0)
+            return Failure(error: error, isTransient: false, sentNothing: redirects == 0)
+        default:
+            break
+        }
         switch fault.kind {
         case .timedOut:
             return Failure(
@@ -493,7 +510,7 @@ final class HTTPTransfer: Sendable {
                 isTransient: false)
         case .invalidRequest:
             return Failure(error: VipsError(.invalidArgument, "\(label): \(reason)"), isTransient: false)
-        case .stoppedByCallback, .other:
+        case .stoppedByCallback, .other, .addressNotAllowed:
             return Failure(error: VipsError(.network, "\(label): \(reason)"), isTransient: true)
         }
     }

@@ -18,6 +18,10 @@ import Foundation
 /// - libcurl follows no redirect: the transfer decides each hop, and the
 ///   thread starts the next one on the same multi handle (so it may reuse
 ///   the connection).
+/// - Under an address policy (`SourceAddressPolicy`, other than
+///   `.unrestricted`), libcurl's socket-opening callback asks the policy
+///   about each address libcurl is about to connect to, after it resolved the
+///   host; a refused address is never connected to (no proxy is used then).
 /// - Mechanism only: what a status, a header or an error means is the
 ///   transfer's business; this type reports what libcurl said.
 ///
@@ -48,6 +52,9 @@ final class HTTPTransport: Sendable {
             case invalidRequest
             /// A callback refused to go on: the transfer had ended already.
             case stoppedByCallback
+            /// The address policy refused every address libcurl would have
+            /// connected to (`refusedAddress` names one): nothing was sent.
+            case addressNotAllowed
             /// Anything else: resolving, connecting, TLS.
             case other
         }
@@ -55,6 +62,8 @@ final class HTTPTransport: Sendable {
         let kind: Kind
         /// libcurl's description (its error buffer, else its error string).
         let message: String
+        /// For `.addressNotAllowed`: the last address refused.
+        var refusedAddress: IPAddress? = nil
     }
 
     private let loop: Loop
@@ -152,6 +161,10 @@ extension HTTPTransport {
         let totalDeadline: UInt64
         /// Whether the current hop's final response head has arrived.
         var headSeen = false
+        /// The policy judging each address connected to; nil when every address is allowed.
+        let addressPolicy: SourceAddressPolicy?
+        /// The last address of the current hop the policy refused.
+        var refusedAddress: IPAddress?
         /// Body bytes gathered for the transfer: libcurl reads the socket in
         /// `receiveBufferSize` pieces but hands them to its write callback in
         /// 16 KiB ones (CURL_MAX_WRITE_SIZE); gathered here, they reach the
@@ -165,6 +178,8 @@ extension HTTPTransport {
             self.spares = spares
             idleTimeout = Loop.nanoseconds(transfer.limits.requestTimeout)
             totalDeadline = now &+ Loop.nanoseconds(transfer.limits.resourceTimeout)
+            let policy = transfer.limits.addressPolicy
+            addressPolicy = policy.isUnrestricted ? nil : policy
             errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
             errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         }
@@ -384,6 +399,7 @@ extension HTTPTransport {
             }
             exchange.easy = easy
             exchange.headSeen = false
+            exchange.refusedAddress = nil
             exchange.errorBuffer[0] = 0
             var list: UnsafeMutablePointer<curl_slist>?
             for line in hop.headerLines {
@@ -410,6 +426,12 @@ extension HTTPTransport {
             set(vl_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
             set(vl_curl_easy_setopt_write_function(easy, CURLOPT_HEADERFUNCTION, Loop.receiveHeaderLine))
             set(vl_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+            if exchange.addressPolicy != nil {
+                set(vl_curl_easy_setopt_opensocket_function(easy, Loop.openSocket))
+                set(vl_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context))
+                // A proxy would resolve and connect to the origin itself, where the policy cannot see.
+                set(vl_curl_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+            }
             var reason: String?
             if status != CURLE_OK {
                 reason = String(cString: curl_easy_strerror(status))
@@ -491,6 +513,10 @@ extension HTTPTransport {
 
         private static func fault(_ code: CURLcode, _ exchange: Exchange) -> Fault {
             let message = exchange.message(for: code)
+            // Every address libcurl tried was refused (or the one allowed did not answer).
+            if code == CURLE_COULDNT_CONNECT, let refused = exchange.refusedAddress {
+                return Fault(kind: .addressNotAllowed, message: message, refusedAddress: refused)
+            }
             let kind: Fault.Kind
             switch code {
             case CURLE_RECV_ERROR, CURLE_SEND_ERROR: kind = .connectionLost
@@ -520,6 +546,32 @@ extension HTTPTransport {
             exchange.idleDeadline = Loop.now() &+ exchange.idleTimeout
             guard length > 0, let buffer else { return length }
             return exchange.receive(body: UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+        }
+
+        /// The socket-opening callback (installed under an address policy):
+        /// called instead of `socket(2)` with each address libcurl is about to
+        /// connect to. A refused address gets no socket, which libcurl treats
+        /// as a failed connection attempt (it tries the host's next address,
+        /// and reports `CURLE_COULDNT_CONNECT` when none is left).
+        private static let openSocket: curl_opensocket_callback = { context, purpose, address in
+            guard let context, let address, purpose == CURLSOCKTYPE_IPCXN else { return CURL_SOCKET_BAD }
+            let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+            let family = address.pointee.family
+            let socketType = address.pointee.socktype
+            let socketProtocol = address.pointee.protocol
+            let length = Int(address.pointee.addrlen)
+            // The socket address starts at `addr` and runs for `addrlen` bytes (past `addr`'s own size for IPv6).
+            guard let offset = MemoryLayout<curl_sockaddr>.offset(of: \.addr) else { return CURL_SOCKET_BAD }
+            let socketAddress = (UnsafeRawPointer(address) + offset).assumingMemoryBound(to: sockaddr.self)
+            let target = SourceAddressPolicy.address(of: socketAddress, length: length)
+            // Not IPv4 or IPv6 (no such connection is made for http(s)): nothing to judge it by.
+            guard let target else { return CURL_SOCKET_BAD }
+            if let policy = exchange.addressPolicy, !policy.allows(target) {
+                exchange.refusedAddress = target
+                return CURL_SOCKET_BAD
+            }
+            // What libcurl would have done, and not inherited by child processes.
+            return socket(family, socketType | Int32(SOCK_CLOEXEC.rawValue), socketProtocol)
         }
 
         /// The header callback: one line of a response head; the empty line

@@ -4,7 +4,8 @@ import VipsLoad
 import XCTest
 
 /// `HTTPDataLoader.Configuration.addressPolicy` against real servers on the
-/// loopback: refused before any connection under `.publicOnly`, allowed by an
+/// loopback: refused before any connection under `.publicOnly` (the
+/// transport judges each address it is about to connect to), allowed by an
 /// exception, and checked again for every redirect's target. No public host is
 /// reachable here, so the redirect tests allow exactly the first server's
 /// address and send the redirect to a second server on another loopback
@@ -43,6 +44,44 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         XCTAssertEqual(loader.metrics.httpRequests, 0)
         XCTAssertEqual(loader.metrics.failures, 1)
         XCTAssertEqual(leftoverFiles(), [])
+    }
+
+    /// The policy judges the address of the connection before it is made: a
+    /// refused address gets no TCP connection at all (a check once connected,
+    /// such as libcurl's pre-request callback, would leave one in the
+    /// listener's queue).
+    func testARefusedAddressIsNeverConnectedTo() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.3")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        XCTAssertTrue(bound, "listening on 127.0.0.3")
+        XCTAssertEqual(fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK), 0)
+        let port = UInt16(bigEndian: address.sin_port)
+        let loader = makeLoader { $0.addressPolicy = .publicOnly }
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.3:\(port)/a.jpg"))
+        do {
+            let data = try await loader.loadData(for: .url(url))
+            XCTFail("loaded \(data.byteCount) bytes")
+        } catch let error as VipsError {
+            XCTAssertEqual(error.kind, .sourceNotAllowed, "\(error)")
+            XCTAssertTrue(error.message.contains("127.0.0.3, a loopback address"), error.message)
+        }
+        // The kernel completes a handshake without accept(): a connection made would be waiting here.
+        let accepted = accept(listener, nil, nil)
+        let reason = errno
+        if accepted >= 0 { close(accepted) }
+        XCTAssertEqual(accepted, -1, "a connection reached the refused address")
+        XCTAssertTrue(reason == EAGAIN || reason == EWOULDBLOCK, "accept: errno \(reason)")
     }
 
     func testPublicOnlyRefusesEveryLoopbackSpelling() async throws {
