@@ -84,6 +84,28 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         XCTAssertTrue(reason == EAGAIN || reason == EWOULDBLOCK, "accept: errno \(reason)")
     }
 
+    /// A proxy named by the environment is not used under a policy: it would
+    /// resolve and connect to the origin itself, out of the policy's sight.
+    /// The "proxy" is the first server (its address allowed); the origin,
+    /// 127.0.0.2, is not allowed. In a child process, whose environment names
+    /// the proxy (libcurl reads `http_proxy` for each transfer).
+    func testAProxyFromTheEnvironmentIsNotUsedUnderAPolicy() throws {
+        second.route("/b.jpg", .ok(try NetworkFixtures.jpeg()))
+        let proxy = "http://127.0.0.1:\(server.port)"
+        let child = try TestChildProcess(
+            role: "policy-load",
+            environment: [
+                "http_proxy": proxy, "all_proxy": proxy, "VIPSLOAD_TEST_URL": second.url("/b.jpg").absoluteString,
+                "VIPSLOAD_TEST_ALLOW": "127.0.0.1/32", "VIPSLOAD_TEST_DIR": downloadDirectory.path
+            ])
+        defer { child.kill() }
+        let line = try XCTUnwrap(
+            child.waitForReport { $0.hasPrefix("LOADED") || $0.hasPrefix("FAILED") }, "child:\n\(child.transcript)")
+        XCTAssertTrue(line.hasPrefix("FAILED sourceNotAllowed"), line)
+        XCTAssertEqual(server.totalRequestCount, 0, "nothing went through the proxy")
+        XCTAssertEqual(second.totalRequestCount, 0)
+    }
+
     func testPublicOnlyRefusesEveryLoopbackSpelling() async throws {
         let loader = makeLoader { $0.addressPolicy = .publicOnly }
         // IPv6 loopback, IPv4-mapped, and numeric forms getaddrinfo reads as 127.0.0.1.
