@@ -70,13 +70,21 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
-        // Decode core: the only Swift that speaks C.
+        // libcurl's multi interface, for VipsLoad's HTTP transport: wrappers for its variadic
+        // setters only (curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt).
+        .systemLibrary(
+            name: "CCurl",
+            path: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore",
             dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CEXIF", "CLittleCMS", "CXXHash"],
             path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
-        .target(name: "VipsLoad", dependencies: ["VipsCore"], path: "Sources/VipsLoad"),
+        .target(name: "VipsLoad", dependencies: ["VipsCore", "CCurl"], path: "Sources/VipsLoad"),
         // Generated photo-like images and a seeded generator, for the tests, the benchmark corpus and
         // the fuzz seeds: a target, not a product, so it is no part of the library's API.
         .target(name: "VipsSynthesis", dependencies: ["VipsCore", "CVipsShim"], path: "Sources/VipsSynthesis"),

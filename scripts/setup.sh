@@ -3,8 +3,10 @@
 # nothing is installed when it is already there. Debian/Ubuntu (apt-get), as root or with sudo.
 set -euo pipefail
 
+# libcurl4-openssl-dev: VipsLoad's HTTP transport (libcurl's multi interface, TLS through OpenSSL);
+# ca-certificates: the CA store libcurl verifies https servers against.
 packages=(libvips-dev libvips-tools libturbojpeg0-dev libwebp-dev libspng-dev libexif-dev liblcms2-dev libxxhash-dev
-  libmicrohttpd-dev libjpeg-turbo-progs pkg-config "$@")
+  libmicrohttpd-dev libcurl4-openssl-dev ca-certificates libjpeg-turbo-progs pkg-config "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

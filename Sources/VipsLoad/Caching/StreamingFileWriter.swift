@@ -3,9 +3,9 @@ import Foundation
 /// A new file that bytes are appended to as they arrive, counted on the way,
 /// with its first bytes kept for format sniffing.
 ///
-/// Writing does little else: FoundationNetworking delivers body chunks with
-/// no back-pressure, so any work here that is slower than the network piles
-/// the chunks up in memory. The only extra is the cache entry's checksum
+/// Writing does little else: a download's bytes are written on its loader's
+/// one transport thread (`HTTPTransport`), so any work here delays every
+/// transfer of that loader. The only extra is the cache entry's checksum
 /// (XXH3, gigabytes per second), so a body is checksummed once, as it
 /// streams, and never read back whole.
 ///
@@ -153,9 +153,13 @@ final class StreamingFileWriter: Sendable {
     }
 
     /// Closes the file and hands it over to the caller, who now owns (and deletes) it.
+    ///
+    /// Bytes reserved from a budget stay reserved until this writer is
+    /// released (or `discard()`ed): the file is still in its temporary
+    /// folder while the caller moves it, so it still counts against the
+    /// writes in progress, and another writer cannot fill that room first.
     func finish() throws(VipsError) -> Summary {
-        defer { giveBackBudget() }
-        return try state.withLock { (state: inout State) throws(VipsError) -> Summary in
+        try state.withLock { (state: inout State) throws(VipsError) -> Summary in
             if state.fd >= 0 {
                 let status = close(state.fd)
                 state.fd = -1
@@ -169,8 +173,7 @@ final class StreamingFileWriter: Sendable {
         }
     }
 
-    /// Returns the reserved bytes: the file is complete (its bytes now count
-    /// as the cache's own) or gone.
+    /// Returns the reserved bytes: the file is gone.
     private func giveBackBudget() {
         guard let budget else { return }
         let reserved = state.withLock { state -> Int in

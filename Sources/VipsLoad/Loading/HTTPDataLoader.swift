@@ -8,8 +8,10 @@ import Foundation
 /// a temporary file when caching is off) so the decoder reads it from disk
 /// and a large image never sits whole in memory.
 ///
-/// - One shared `URLSession`, at most `maxConcurrentDownloads` at once, an idle
-///   and a whole-transfer timeout, bounded redirects.
+/// - One `HTTPTransport` (libcurl's multi interface on a thread of its own,
+///   each body written to its file as it arrives), at most
+///   `maxConcurrentDownloads` at once, an idle and a whole-transfer timeout,
+///   bounded redirects.
 /// - Concurrent loads of one URL share one download and one `ImageData`;
 ///   cancelling the last caller cancels the network task.
 /// - Only a complete, non-empty 2xx body whose first bytes are an image format
@@ -29,14 +31,13 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// Where `loadData(for:)` looks first and stores what it downloads; nil
     /// downloads to temporary files deleted when their `ImageData` is released.
     public let cache: (any ImageDataCaching)?
-    private let session: URLSession
-    private let delegate: HTTPSessionDelegate
+    private let transport = HTTPTransport()
     /// Nil in a pipeline's default loader: the pipeline's loading lane is the one limiter.
     private let limiter: HTTPDownloadLimiter?
     private let coalescer = SharedLoads()
     private let counters = LockedState(HTTPLoaderMetrics())
 
-    /// A loader with its own session, storing downloads in `cache` (default
+    /// A loader with its own transport, storing downloads in `cache` (default
     /// none); at most `maxConcurrentDownloads` downloads run at once.
     public convenience init(configuration: Configuration = Configuration(), cache: (any ImageDataCaching)? = nil) {
         self.init(configuration: configuration, cache: cache, limitsDownloads: true)
@@ -47,20 +48,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     init(configuration: Configuration, cache: (any ImageDataCaching)?, limitsDownloads: Bool) {
         self.configuration = configuration
         self.cache = cache
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        // Caching is the DiskCache's job; URLSession's own cache would keep bodies in memory.
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConcurrentDownloads)
-        sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
-        delegate = HTTPSessionDelegate()
-        session = URLSession(
-            configuration: sessionConfiguration, delegate: delegate, delegateQueue: HTTPDelegateQueue())
         limiter = limitsDownloads ? HTTPDownloadLimiter(slots: configuration.maxConcurrentDownloads) : nil
-    }
-
-    deinit {
-        session.invalidateAndCancel()
     }
 
     /// This loader's counters.
@@ -194,8 +182,6 @@ public final class HTTPDataLoader: ImageDataLoading {
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
-        // As late as possible before connecting (the transport resolves again: see SourceAddressPolicy).
-        try await configuration.addressPolicy.check(url)
         if let http = stale?.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified {
@@ -214,8 +200,16 @@ public final class HTTPDataLoader: ImageDataLoading {
                     response, receivedAt: receivedAt, cache: cache, key: key, temporaryDirectory: directory)
             })
         counters.withLock { $0.httpRequests += 1 }
+        let outcome: HTTPTransfer.Outcome
+        do {
+            outcome = try await transfer.run(in: transport)
+        } catch let failure as HTTPTransfer.Failure where failure.sentNothing {
+            // The address policy refused the connection: no request went out.
+            counters.withLock { $0.httpRequests -= 1 }
+            throw failure
+        }
 
-        switch try await transfer.run(in: session, delegate: delegate) {
+        switch outcome {
         case .notModified(let response, let receivedAt):
             guard let stale, let cache, let stored = stale.http else {
                 throw HTTPTransfer.Failure(
@@ -247,9 +241,8 @@ public final class HTTPDataLoader: ImageDataLoading {
                 let type = response.value(forHTTPHeaderField: "Content-Type") ?? "no Content-Type"
                 throw HTTPTransfer.Failure(
                     error: VipsError(
-                        .unsupportedFormat,
-                        "\(URLRedaction.redacted(url)) (\(type)) is not an image: it starts with \(Self.describe(leading))"
-                    ),
+                        .unsupportedFormat, "(\(type)) is not an image: it starts with \(Self.describe(leading))",
+                        source: URLRedaction.redacted(url)),
                     isTransient: false)
             }
             if let entry = sink.cacheEntry, byteCount <= cache?.maxEntryByteCount ?? .max {
@@ -270,7 +263,7 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// may be stored there, a temporary file otherwise (also when the cache's folder
     /// refuses new files, or refuses more bytes while the body streams).
     private static func makeSink(
-        _ response: HTTPURLResponse, receivedAt: Date, cache: (any ImageDataCaching)?, key: String,
+        _ response: HTTPResponseHead, receivedAt: Date, cache: (any ImageDataCaching)?, key: String,
         temporaryDirectory directory: String
     ) throws(VipsError) -> HTTPTransfer.Sink {
         if let cache,

@@ -30,8 +30,9 @@ extension HTTPDataLoader {
         /// Header fields sent with every request. Default
         /// `Accept: image/*,*/*;q=0.8` and a `User-Agent` naming VipsLoad.
         public var headers: [String: String]
-        /// Which addresses may be connected to, checked before every request
-        /// and before following every redirect (see `SourceAddressPolicy`).
+        /// Which addresses may be connected to, judged by the transport as it
+        /// connects, for every request and every redirect's target (see
+        /// `SourceAddressPolicy`).
         /// Default `.unrestricted`; a server fetching URLs its clients name
         /// sets `.publicOnly`.
         public var addressPolicy: SourceAddressPolicy = .unrestricted

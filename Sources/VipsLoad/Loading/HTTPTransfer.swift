@@ -4,16 +4,22 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One HTTP attempt: a `URLSession` data task whose body is written to a file
-/// as it arrives, checked against the limits while it streams, and turned
-/// into exactly one outcome or error for the awaiting caller.
+/// One HTTP attempt: the decisions about a request that `HTTPTransport`
+/// carries out. Its body is written to a file as it arrives, checked against
+/// the limits while it streams, and turned into exactly one outcome or error
+/// for the awaiting caller.
+///
+/// The transport's thread calls `receive(head:)`, `receive(body:)` and
+/// `complete(_:)` in order for each hop (a redirect is a hop of its own,
+/// started only when this type asks for it); any thread may cancel. The
+/// first outcome wins; a failure deletes the partial file.
 final class HTTPTransfer: Sendable {
     /// A completed attempt.
     enum Outcome: Sendable {
         /// A 2xx body, complete, in `file` (closed by the caller).
-        case body(response: HTTPURLResponse, file: StreamingFileWriter, sink: Sink)
+        case body(response: HTTPResponseHead, file: StreamingFileWriter, sink: Sink)
         /// `304 Not Modified` to a conditional request.
-        case notModified(response: HTTPURLResponse, receivedAt: Date)
+        case notModified(response: HTTPResponseHead, receivedAt: Date)
     }
 
     /// Where a body goes, chosen when the response head arrives.
@@ -49,6 +55,9 @@ final class HTTPTransfer: Sendable {
         let error: VipsError
         let isTransient: Bool
         var retryAfter: TimeInterval? = nil
+        /// Whether the attempt ended before any request was sent (the address
+        /// policy refused the first connection).
+        var sentNothing = false
     }
 
     struct Limits: Sendable {
@@ -56,15 +65,28 @@ final class HTTPTransfer: Sendable {
         let maxRedirects: Int
         let requestTimeout: TimeInterval
         let resourceTimeout: TimeInterval
-        /// Checked again for every redirect's target.
+        /// Judges every address the transport connects to, for every hop.
         var addressPolicy: SourceAddressPolicy = .unrestricted
     }
 
-    typealias SinkFactory = @Sendable (HTTPURLResponse, Date) throws(VipsError) -> Sink
+    /// One request as the transport sends it: the URL and the header lines.
+    struct Hop: Sendable {
+        let url: String
+        /// `Name: value` lines.
+        let headerLines: [String]
+    }
+
+    typealias SinkFactory = @Sendable (HTTPResponseHead, Date) throws(VipsError) -> Sink
     /// Told the body bytes received so far and the body's length when the
     /// response declares it (nil for a chunked or close-delimited body, or a
-    /// content coding); called on the delegate queue, under no lock.
+    /// content coding); called on the transport's thread, under no lock.
     typealias Progress = @Sendable (_ completed: Int, _ total: Int?) -> Void
+
+    /// The redirect statuses followed (RFC 9110 §15.4); other 3xx are answers.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+    /// The most body bytes of a redirect response read (and dropped) before
+    /// its connection is closed instead of kept for the next hop.
+    static let redirectBodyLimit = 64 * 1024
 
     private struct State {
         var continuation: CheckedContinuation<Void, Never>?
@@ -72,31 +94,26 @@ final class HTTPTransfer: Sendable {
         /// locked state (the caller is woken without a value and collects it).
         var result: Result<Outcome, any Error>?
         var finished = false
-        var task: URLSessionDataTask?
-        var response: HTTPURLResponse?
+        /// The request of the hop under way: the first, or a redirect's target.
+        var request: URLRequest
+        var response: HTTPResponseHead?
         var sink: Sink?
         var received = 0
         var redirects = 0
-        var timer: Task<Void, Never>?
-        /// Why a redirect was refused, noted before the refusal is answered: the 3xx
-        /// response and the completion may then reach the delegate before `finish` is called with it.
-        var redirectRefusal: VipsError?
+        /// Set by a redirect's head: the request of the next hop, started when this one ends.
+        var redirect: URLRequest?
+        /// Bytes of a redirect response's body dropped so far.
+        var dropped = 0
+        /// The last interim (1xx) status of the hop, for messages.
+        var interim: Int?
     }
 
-    private let request: URLRequest
     private let conditional: Bool
-    private let limits: Limits
+    /// The timeouts and limits; the transport reads the timeouts.
+    let limits: Limits
     private let makeSink: SinkFactory
     private let progress: Progress?
-    private let state = LockedState(State())
-    /// Whether the network task is being cancelled. Its lock serialises the
-    /// redirect decision with cancelling (see `redirect(to:decide:)`).
-    /// An exception to the rule that no outside code runs under a lock, kept
-    /// for a FoundationNetworking bug: its redirect answer and the task's
-    /// cancellation must not interleave, so both run under this lock (ranked
-    /// below `state`, which it takes inside). Remove once cancelling during a
-    /// redirect decision no longer crashes FoundationNetworking.
-    private let cancelRequested = LockedState(false, rank: .queue)
+    private let state: LockedState<State>
     /// The URL in messages, without its credentials.
     private let label: String
 
@@ -105,47 +122,31 @@ final class HTTPTransfer: Sendable {
         makeSink: @escaping SinkFactory
     ) {
         self.progress = progress
-        self.request = request
+        state = LockedState(State(request: request))
         label = request.url.map(URLRedaction.redacted) ?? "request"
         self.conditional = conditional
         self.limits = limits
         self.makeSink = makeSink
     }
 
-    /// Runs the attempt; throws `Failure`, or `CancellationError` when the
-    /// calling task is cancelled (which cancels the network task at once).
-    func run(in session: URLSession, delegate: HTTPSessionDelegate) async throws -> Outcome {
+    /// Runs the attempt on `transport`; throws `Failure`, or
+    /// `CancellationError` when the calling task is cancelled (which stops
+    /// the network transfer and deletes its file at once).
+    func run(in transport: HTTPTransport) async throws -> Outcome {
         try await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let task = session.dataTask(with: request)
-                // The whole-transfer deadline (URLSession's own timeout only bounds idle gaps).
-                let timer = Task { [self] in
-                    guard (try? await Task.sleep(nanoseconds: UInt64(limits.resourceTimeout * 1e9))) != nil else {
-                        return
-                    }
-                    finish(
-                        .failure(
-                            Failure(
-                                error: VipsError(
-                                    .timedOut, "\(label): no complete response within \(limits.resourceTimeout) s"),
-                                isTransient: true)), cancellingTask: true)
-                }
-                // Registered first: once stored below, a cancellation may complete the task at any moment.
-                delegate.register(self, for: task)
                 let started = state.withLock { state -> Bool in
                     guard !state.finished else { return false }
                     state.continuation = continuation
-                    state.task = task
-                    state.timer = timer
                     return true
                 }
                 guard started else {
-                    delegate.unregister(task)
-                    timer.cancel()
                     continuation.resume()
                     return
                 }
-                task.resume()
+                if !transport.start(self) {
+                    fail(VipsError(.cancelled, "the HTTP loader has stopped", source: label))
+                }
             }
             // Taken under the lock that `finish` stored it under.
             return try state.withLock { state -> Result<Outcome, any Error> in
@@ -153,241 +154,197 @@ final class HTTPTransfer: Sendable {
                 return state.result ?? .failure(CancellationError())
             }.get()
         } onCancel: {
-            finish(.failure(CancellationError()), cancellingTask: true)
+            if finish(.failure(CancellationError())) { transport.cancel(self) }
         }
     }
 
-    // MARK: - Delegate events (serial, on the session's delegate queue)
+    // MARK: - The transport's calls (on its thread, in order for each hop)
 
-    func receive(response: URLResponse, decide: @Sendable (URLSession.ResponseDisposition) -> Void) {
+    /// Whether the attempt has its outcome already.
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// The first request as the transport sends it, or nil when it cannot be
+    /// sent (the attempt has then failed).
+    func firstHop() -> Hop? {
+        hop(for: state.withLock { $0.request })
+    }
+
+    /// A response head has arrived: returns whether the hop goes on (its
+    /// body is wanted, or drained from a redirect), false to stop it.
+    func receive(head: HTTPResponseHead) -> Bool {
+        let status = head.statusCode
+        // Interim (1xx) responses, such as `103 Early Hints` or an unrequested
+        // `100 Continue`, come before the final one; clients skip them (RFC 9110
+        // §15.2). `101 Switching Protocols` is not interim: no upgrade was asked for.
+        if (100..<200).contains(status), status != 101 {
+            return state.withLock { state -> Bool in
+                state.interim = status
+                return !state.finished
+            }
+        }
+        if status == 304, conditional {
+            return finish(.success(.notModified(response: head, receivedAt: Date())))
+        }
+        if Self.redirectStatuses.contains(status), let location = head.values(of: "Location").first {
+            return redirect(to: location)
+        }
         var failure: Failure?
         var sink: Sink?
-        if let http = response as? HTTPURLResponse {
-            let status = http.statusCode
-            // FoundationNetworking reports each interim (1xx) response, such as
-            // `103 Early Hints` or an unrequested `100 Continue`, as a response
-            // of its own before the final one; clients must skip them (RFC 9110
-            // §15.2). `101 Switching Protocols` is not interim: no upgrade was asked for.
-            if (100..<200).contains(status), status != 101 {
-                decide(.allow)
-                return
-            }
-            if status == 304, conditional {
-                decide(.cancel)
-                finish(.success(.notModified(response: http, receivedAt: Date())), cancellingTask: true)
-                return
-            }
-            if !(200..<300).contains(status) || status == 206 {
-                let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
-                failure = Failure(
-                    error: VipsError(.httpStatus, "HTTP \(status) for \(label)", httpStatus: status),
-                    isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
-            } else if let problem = Self.contentLengthProblem(http) {
-                failure = Failure(error: VipsError(.protocolError, "\(label): \(problem)"), isTransient: false)
-            } else if http.expectedContentLength > Int64(limits.maxBodyBytes) {
-                failure = Failure(
-                    error: VipsError(
-                        .tooLarge,
-                        "\(label): Content-Length \(http.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes"
-                    ),
-                    isTransient: false)
-            } else {
-                do throws(VipsError) {
-                    sink = try makeSink(http, Date())
-                } catch {
-                    failure = Failure(error: about(error), isTransient: false)
-                }
-            }
-            if failure == nil {
-                let accepted = state.withLock { state -> Bool in
-                    guard !state.finished else { return false }
-                    state.response = http
-                    state.sink = sink
-                    return true
-                }
-                if accepted {
-                    decide(.allow)
-                    return
-                }
-                sink?.file.discard()
-                decide(.cancel)
-                return
-            }
+        if !(200..<300).contains(status) || status == 206 {
+            let retryAfter = head.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
+            let detail =
+                (300..<400).contains(status) && head.values(of: "Location").isEmpty ? " without a Location" : ""
+            failure = Failure(
+                error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
+                isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
+        } else if let problem = Self.contentLengthProblem(head) {
+            failure = Failure(error: VipsError(.protocolError, problem, source: label), isTransient: false)
+        } else if head.expectedContentLength > Int64(limits.maxBodyBytes) {
+            failure = Failure(
+                error: VipsError(
+                    .tooLarge,
+                    "Content-Length \(head.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes",
+                    source: label
+                ),
+                isTransient: false)
         } else {
-            failure = Failure(error: VipsError(.protocolError, "\(label): not an HTTP response"), isTransient: false)
+            do throws(VipsError) {
+                sink = try makeSink(head, Date())
+            } catch {
+                failure = Failure(error: about(error), isTransient: false)
+            }
         }
-        // FoundationNetworking ignores a `.cancel` disposition, so the task is cancelled as well.
-        decide(.cancel)
-        if let failure { finish(.failure(failure), cancellingTask: true) }
+        if let failure {
+            finish(.failure(failure))
+            return false
+        }
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.response = head
+            state.sink = sink
+            return true
+        }
+        if !accepted { sink?.file.discard() }
+        return accepted
     }
 
-    func receive(data: Data) {
-        let target = state.withLock { state -> (sink: Sink?, total: Int, response: HTTPURLResponse?) in
-            guard !state.finished, let sink = state.sink else { return (nil, 0, nil) }
-            state.received += data.count
-            return (sink, state.received, state.response)
+    /// Body bytes have arrived: written to the file, or dropped for a
+    /// redirect. Returns whether the hop goes on.
+    func receive(body bytes: UnsafeRawBufferPointer) -> Bool {
+        enum Target {
+            case stop
+            case drop(keepGoing: Bool)
+            case write(Sink, total: Int, response: HTTPResponseHead?)
         }
-        guard let sink = target.sink else { return }
-        if target.total > limits.maxBodyBytes {
+        let target = state.withLock { state -> Target in
+            guard !state.finished else { return .stop }
+            if state.redirect != nil {
+                state.dropped += bytes.count
+                return .drop(keepGoing: state.dropped <= Self.redirectBodyLimit)
+            }
+            guard let sink = state.sink else { return .stop }
+            state.received += bytes.count
+            return .write(sink, total: state.received, response: state.response)
+        }
+        let sink: Sink
+        let total: Int
+        let response: HTTPResponseHead?
+        switch target {
+        case .stop: return false
+        case .drop(let keepGoing): return keepGoing
+        case .write(let current, let received, let head): (sink, total, response) = (current, received, head)
+        }
+        if total > limits.maxBodyBytes {
             finish(
                 .failure(
                     Failure(
-                        error: VipsError(.tooLarge, "\(label): body exceeds the limit of \(limits.maxBodyBytes) bytes"),
-                        isTransient: false)), cancellingTask: true)
-            return
+                        error: VipsError(
+                            .tooLarge, "body exceeds the limit of \(limits.maxBodyBytes) bytes", source: label),
+                        isTransient: false)))
+            return false
         }
         do throws(VipsError) {
-            try sink.file.write(data)
+            try sink.file.write(bytes)
         } catch {
-            // Events are serial: no other chunk is written while the body moves.
+            // The transport's calls are serial: no other chunk is written while the body moves.
             do throws(VipsError) {
                 let moved = try sink.relocated(after: error)
-                try moved.file.write(data)
+                try moved.file.write(bytes)
                 let current = state.withLock { state -> Bool in
                     guard !state.finished else { return false }
                     state.sink = moved
                     return true
                 }
-                if !current { moved.file.discard() }
+                if !current {
+                    moved.file.discard()
+                    return false
+                }
             } catch {
-                finish(
-                    .failure(Failure(error: about(error), isTransient: false)), cancellingTask: true)
-                return
+                finish(.failure(Failure(error: about(error), isTransient: false)))
+                return false
             }
         }
-        if let progress, let response = target.response {
-            let encoding = response.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-            let expected = response.expectedContentLength
-            progress(target.total, expected >= 0 && encoding == "identity" ? Int(expected) : nil)
-        }
+        progress?(total, response?.progressTotal)
+        return true
     }
 
-    /// Follows a redirect or refuses it.
-    ///
-    /// FoundationNetworking crashes when a task is cancelled between asking
-    /// about a redirect and hearing the answer, so the answer is given under
-    /// the same lock `cancelTask` takes, and not at all once the task is being
-    /// cancelled (the cancellation completes it).
-    ///
-    /// The target is checked in the raw `Location` of `response` too:
-    /// FoundationNetworking resolves a `Location` without a host (`file:///x`,
-    /// `data:…`) against the original scheme and host, so `newRequest` alone
-    /// would turn `file:///etc/passwd` into `http://host/etc/passwd`.
-    ///
-    /// Under an address policy other than `.unrestricted` the target's host is
-    /// resolved first, off the delegate queue (a DNS lookup must not stall every
-    /// transfer's events), and the answer is given when it is known.
-    func redirect(
-        from response: HTTPURLResponse, to newRequest: URLRequest, decide: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        let location = response.value(forHTTPHeaderField: "Location")
-        let scheme = location.flatMap(Self.scheme(ofReference:)) ?? newRequest.url?.scheme?.lowercased()
-        let target = URLRedaction.redacted(location ?? newRequest.url?.absoluteString ?? "nothing")
-        let policy = limits.addressPolicy
-        guard !policy.isUnrestricted, scheme == "http" || scheme == "https", let url = newRequest.url else {
-            answerRedirect(to: newRequest, scheme: scheme, target: target, addressRefusal: nil, decide: decide)
-            return
-        }
-        Task { [self] in
-            var refusal: VipsError?
-            do throws(VipsError) {
-                try await policy.check(url)
-            } catch {
-                refusal = VipsError(error.kind, "redirect refused: \(error.message)", source: label, underlying: error)
+    /// A hop has ended, completely (`fault` nil) or not. Returns the next
+    /// hop when the response was a redirect that is followed; otherwise the
+    /// attempt has its outcome.
+    func complete(_ fault: HTTPTransport.Fault?) -> Hop? {
+        let (finished, redirect, response, sink, received, interim, url, redirects) = state.withLock { state in
+            let taken = (
+                state.finished, state.redirect, state.response, state.sink, state.received, state.interim,
+                state.request.url, state.redirects
+            )
+            if let next = state.redirect, !state.finished {
+                state.request = next
+                state.redirect = nil
+                state.response = nil
+                state.sink = nil
+                state.received = 0
+                state.dropped = 0
+                state.interim = nil
             }
-            answerRedirect(to: newRequest, scheme: scheme, target: target, addressRefusal: refusal, decide: decide)
+            return taken
         }
-    }
-
-    private func answerRedirect(
-        to newRequest: URLRequest, scheme: String?, target: String, addressRefusal: VipsError?,
-        decide: @Sendable (URLRequest?) -> Void
-    ) {
-        let refusal = cancelRequested.withLock { cancelling -> VipsError?? in
-            let (finished, redirects) = state.withLock { state -> (Bool, Int) in
-                state.redirects += 1
-                return (state.finished, state.redirects)
-            }
-            if cancelling || finished { return .some(nil) }
-            var refusal = addressRefusal
-            if scheme != "http" && scheme != "https" {
-                refusal = VipsError(
-                    .redirectRefused, "\(label): redirect to \(target) refused: only http and https are followed")
-            } else if redirects > limits.maxRedirects {
-                refusal = VipsError(.redirectRefused, "\(label): more than \(limits.maxRedirects) redirects")
-            }
-            guard let refusal else {
-                decide(newRequest)
-                return nil
-            }
-            state.withLock { $0.redirectRefusal = refusal }
-            decide(nil)
-            return refusal
+        guard !finished else { return nil }
+        // A redirect's body is not wanted: how its hop ended does not matter.
+        if let redirect { return hop(for: redirect) }
+        if let fault {
+            finish(.failure(failure(for: fault, url: url, redirects: redirects)))
+            return nil
         }
-        // A refused redirect completes the task with the 3xx response: no cancel needed.
-        if case .some(.some(let error)) = refusal {
-            finish(.failure(Failure(error: error, isTransient: false)), cancellingTask: false)
-        }
-    }
-
-    /// The task ended; `taskResponse` is the task's last response, which
-    /// FoundationNetworking never hands to the delegate for a redirect status
-    /// it could not follow (a `302` without `Location`).
-    func complete(error: (any Error)?, taskResponse: URLResponse?) {
-        if let error {
-            let headerSeen = state.withLock { $0.response != nil }
-            finish(
-                .failure(Self.failure(for: error, label: label, limits: limits, headerSeen: headerSeen)),
-                cancellingTask: false)
-            return
-        }
-        let (response, sink, received) = state.withLock { ($0.response, $0.sink, $0.received) }
         guard let response, let sink else {
-            if let http = taskResponse as? HTTPURLResponse, !(100..<300).contains(http.statusCode) {
-                let status = http.statusCode
-                let detail =
-                    (300..<400).contains(status) && http.value(forHTTPHeaderField: "Location") == nil
-                    ? " without a Location" : ""
-                finish(
-                    .failure(
-                        Failure(
-                            error: VipsError(.httpStatus, "HTTP \(status)\(detail) for \(label)", httpStatus: status),
-                            isTransient: HTTPRetryPolicy.isTransient(status: status))),
-                    cancellingTask: false)
-                return
-            }
-            let interim = (taskResponse as? HTTPURLResponse).map { " after an interim \($0.statusCode) response" } ?? ""
+            let after = interim.map { " after an interim \($0) response" } ?? ""
             finish(
                 .failure(
                     Failure(
                         error: VipsError(
                             .network,
-                            "\(label): the connection closed without a\(interim.isEmpty ? "" : " final") response\(interim)"
+                            "the connection closed without a\(after.isEmpty ? "" : " final") response\(after)",
+                            source: label
                         ),
-                        isTransient: true)),
-                cancellingTask: false)
-            return
+                        isTransient: true)))
+            return nil
         }
         let expected = response.expectedContentLength
-        let encoding = response.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-        // With a content coding the declared length is the encoded one; the transport checks it then.
-        if expected >= 0, encoding == "identity", Int64(received) != expected {
+        // With a content coding the declared length is the encoded one; libcurl checks it then.
+        if let total = response.progressTotal, total != received {
             finish(
                 .failure(
                     Failure(
-                        error: VipsError(.incompleteBody, "\(label): received \(received) of \(expected) bytes"),
-                        isTransient: true)),
-                cancellingTask: false)
-            return
+                        error: VipsError(.incompleteBody, "received \(received) of \(expected) bytes", source: label),
+                        isTransient: true)))
+            return nil
         }
         guard received > 0 else {
             finish(
                 .failure(
                     Failure(
                         error: VipsError(.emptyInput, "HTTP \(response.statusCode) for \(label) has an empty body"),
-                        isTransient: false)),
-                cancellingTask: false)
-            return
+                        isTransient: false)))
+            return nil
         }
         var delivered = sink
         if sink.fallback != nil, sink.file.isUnlinked {
@@ -397,57 +354,196 @@ final class HTTPTransfer: Sendable {
                 delivered = try sink.relocated(
                     after: VipsError(.io, "the cache folder was deleted while the body was written", source: label))
             } catch {
-                finish(
-                    .failure(Failure(error: about(error), isTransient: false)), cancellingTask: false)
-                return
+                finish(.failure(Failure(error: about(error), isTransient: false)))
+                return nil
             }
             let current = state.withLock { state -> Bool in
                 guard !state.finished else { return false }
                 state.sink = delivered
                 return true
             }
-            if !current { delivered.file.discard() }
+            if !current {
+                delivered.file.discard()
+                return nil
+            }
         }
-        finish(.success(.body(response: response, file: delivered.file, sink: delivered)), cancellingTask: false)
+        finish(.success(.body(response: response, file: delivered.file, sink: delivered)))
+        return nil
+    }
+
+    /// No byte came for `requestTimeout`, or (`whole`) the attempt ran past `resourceTimeout`.
+    func timeOut(whole: Bool) {
+        let reason =
+            whole
+            ? "no complete response within \(limits.resourceTimeout) s"
+            : "no data for \(limits.requestTimeout) s"
+        finish(.failure(Failure(error: VipsError(.timedOut, reason, source: label), isTransient: true)))
+    }
+
+    /// The transport stopped the attempt (cancelled, or the transport itself stopped).
+    func abandon() {
+        fail(VipsError.cancelled(label))
+    }
+
+    /// The transport could not run the attempt: `error`, made about this download.
+    func fail(_ error: VipsError) {
+        finish(.failure(Failure(error: about(error), isTransient: false)))
+    }
+
+    // MARK: - Deciding
+
+    /// A redirect to `location` (the raw field): followed when its scheme is
+    /// http(s) and the redirect count allows it. Returns whether the hop goes on.
+    ///
+    /// The scheme is read from the raw `Location`, before the reference is
+    /// resolved: `file:///etc/passwd` must be refused as a file URL, never
+    /// turned into a path on the current host.
+    private func redirect(to location: String) -> Bool {
+        let target = URLRedaction.redacted(location)
+        let decision = state.withLock { state -> Result<Void, VipsError>? in
+            guard !state.finished else { return nil }
+            state.redirects += 1
+            let scheme = Self.scheme(ofReference: location) ?? state.request.url?.scheme?.lowercased()
+            guard scheme == "http" || scheme == "https" else {
+                return .failure(
+                    VipsError(
+                        .redirectRefused, "redirect to \(target) refused: only http and https are followed",
+                        source: label))
+            }
+            guard state.redirects <= limits.maxRedirects else {
+                return .failure(
+                    VipsError(.redirectRefused, "more than \(limits.maxRedirects) redirects", source: label))
+            }
+            guard let current = state.request.url,
+                let resolved = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?
+                    .absoluteURL,
+                let resolvedScheme = resolved.scheme?.lowercased(),
+                resolvedScheme == "http" || resolvedScheme == "https",
+                resolved.host?.isEmpty == false
+            else {
+                return .failure(
+                    VipsError(.redirectRefused, "redirect to \(target) refused: not a valid http(s) URL", source: label)
+                )
+            }
+            var next = state.request
+            next.url = resolved
+            // Credentials of one origin are never sent to another (as libcurl and browsers do).
+            if Self.origin(of: resolved) != Self.origin(of: current) {
+                next.setValue(nil, forHTTPHeaderField: "Authorization")
+                next.setValue(nil, forHTTPHeaderField: "Cookie")
+            }
+            state.redirect = next
+            return .success(())
+        }
+        switch decision {
+        case nil: return false
+        case .success: return true
+        case .failure(let error)?:
+            finish(.failure(Failure(error: error, isTransient: false)))
+            return false
+        }
+    }
+
+    /// `request` as the transport sends it; nil (and the attempt failed)
+    /// when a header field would break the request: a line break or NUL in
+    /// it, or a name that is not a token.
+    private func hop(for request: URLRequest) -> Hop? {
+        guard let url = request.url?.absoluteString else {
+            fail(VipsError(.invalidArgument, "the request has no URL", source: label))
+            return nil
+        }
+        var lines: [String] = []
+        for (name, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key < $1.key }) {
+            // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            let breaks: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+            guard !name.isEmpty, !name.utf8.contains(where: { breaks($0) || $0 == 0x3A || $0 <= 0x20 || $0 >= 0x7F }),
+                !value.utf8.contains(where: breaks)
+            else {
+                fail(
+                    VipsError(
+                        .invalidArgument, "the header field \"\(URLRedaction.redacted(name))\" cannot be sent",
+                        source: label
+                    ))
+                return nil
+            }
+            // "Name;" is libcurl's way to send a field with an empty value.
+            lines.append(value.isEmpty ? name + ";" : name + ": " + value)
+        }
+        return Hop(url: url, headerLines: lines)
+    }
+
+    /// Scheme, host and port: the scope of credentials.
+    private static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// The failure a transport fault means.
+    private func failure(for fault: HTTPTransport.Fault, url: URL?, redirects: Int) -> Failure {
+        let reason = fault.message
+        switch fault.kind {
+        case .addressNotAllowed:
+            guard let address = fault.refusedAddress else { break }
+            var host = url?.host ?? "the host"
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            let error = limits.addressPolicy.refusal(
+                of: address, host: host, label: label,
+                redirectTarget: redirects > 0 ? url.map(URLRedaction.redacted) : nil)
+            return Failure(error: error, isTransient: false, sentNothing: redirects == 0)
+        default:
+            break
+        }
+        switch fault.kind {
+        case .timedOut:
+            return Failure(
+                error: VipsError(.timedOut, "no data for \(limits.requestTimeout) s", source: label), isTransient: true)
+        case .connectionLost:
+            return Failure(error: VipsError(.network, "connection lost: \(reason)", source: label), isTransient: true)
+        case .partialBody:
+            // libcurl: "transfer closed with N bytes remaining to read".
+            return Failure(error: VipsError(.incompleteBody, reason, source: label), isTransient: true)
+        case .notHTTP:
+            return Failure(
+                error: VipsError(
+                    .protocolError, "the server's answer is not an HTTP response (\(reason))", source: label),
+                isTransient: false)
+        case .headerTooLarge:
+            return Failure(
+                error: VipsError(
+                    .tooLarge, "the response header is too large (libcurl accepts header lines up to 100 KiB)",
+                    source: label
+                ),
+                isTransient: false)
+        case .badContentCoding:
+            return Failure(
+                error: VipsError(.protocolError, "the body's content coding is broken: \(reason)", source: label),
+                isTransient: false)
+        case .invalidRequest:
+            return Failure(error: VipsError(.invalidArgument, reason, source: label), isTransient: false)
+        case .stoppedByCallback, .other, .addressNotAllowed:
+            return Failure(error: VipsError(.network, reason, source: label), isTransient: true)
+        }
     }
 
     // MARK: - Ending
 
     /// Delivers the first outcome; later ones are ignored. A failure deletes
-    /// the partial file; with `cancellingTask`, the network task is cancelled.
-    private func finish(_ outcome: Result<Outcome, any Error>, cancellingTask: Bool) {
-        var result = outcome
-        let (first, continuation, sink, timer) = state.withLock {
-            state -> (Bool, CheckedContinuation<Void, Never>?, Sink?, Task<Void, Never>?) in
-            guard !state.finished else { return (false, nil, nil, nil) }
+    /// the partial file. Returns whether this was the first.
+    @discardableResult
+    private func finish(_ result: Result<Outcome, any Error>) -> Bool {
+        let (first, continuation, sink) = state.withLock {
+            state -> (Bool, CheckedContinuation<Void, Never>?, Sink?) in
+            guard !state.finished else { return (false, nil, nil) }
             state.finished = true
-            defer { state.continuation = nil; state.timer = nil }
-            // After a refused redirect, whatever ends the task (the 3xx handed on as the response,
-            // the completion) ends it with the refusal.
-            if let refusal = state.redirectRefusal { result = .failure(Failure(error: refusal, isTransient: false)) }
+            defer { state.continuation = nil }
             state.result = result
-            return (true, state.continuation, state.sink, state.timer)
+            return (true, state.continuation, state.sink)
         }
-        guard first else { return }
-        timer?.cancel()
+        guard first else { return false }
         if case .failure = result { sink?.file.discard() }
-        if cancellingTask {
-            // Never from the caller's thread: a cancellation handler runs under
-            // the Swift task's status lock, and URLSessionTask.cancel() waits for
-            // the session's work queue (the deadlock of swift-corelibs-foundation #5412).
-            DispatchQueue.global().async { [self] in cancelTask() }
-        }
         continuation?.resume()
-    }
-
-    /// Cancels the network task, serialised with the redirect decision.
-    private func cancelTask() {
-        let task = state.withLock { $0.task }
-        cancelRequested.withLock { cancelling in
-            guard !cancelling else { return }
-            cancelling = true
-            task?.cancel()
-        }
+        return true
     }
 
     /// `error` as an error about this download: it names the URL, never the
@@ -462,21 +558,11 @@ final class HTTPTransfer: Sendable {
     /// list in one) are an unrecoverable framing error (RFC 9112 §6.3); a
     /// list of one value repeated is accepted. With a `Transfer-Encoding` the
     /// length is ignored, so it is not checked.
-    static func contentLengthProblem(_ response: HTTPURLResponse) -> String? {
-        var values: [String] = []
-        var transferEncoded = false
-        for (name, value) in response.allHeaderFields {
-            guard let name = name as? String, let value = value as? String else { continue }
-            switch name.lowercased() {
-            case "content-length":
-                values += value.split(separator: ",", omittingEmptySubsequences: false)
-                    .map { $0.trimmingCharacters(in: .whitespaces) }
-            case "transfer-encoding":
-                transferEncoded = true
-            default:
-                break
-            }
+    static func contentLengthProblem(_ response: HTTPResponseHead) -> String? {
+        let values = response.values(of: "Content-Length").flatMap {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         }
+        let transferEncoded = !response.values(of: "Transfer-Encoding").isEmpty
         guard !values.isEmpty, !transferEncoded else { return nil }
         if let bad = values.first(where: { $0.isEmpty || !$0.allSatisfy({ $0.isASCII && $0.isNumber }) }) {
             return "invalid Content-Length \"\(bad)\""
@@ -500,50 +586,6 @@ final class HTTPTransfer: Sendable {
             return nil
         }
         return candidate.lowercased()
-    }
-
-    /// Maps a transport error to a typed failure; `headerSeen` tells whether
-    /// the response's head had arrived.
-    static func failure(for error: any Error, label: String, limits: Limits, headerSeen: Bool) -> Failure {
-        let nsError = error as NSError
-        let reason = (nsError.userInfo[NSLocalizedDescriptionKey] as? String) ?? "error \(nsError.code)"
-        guard nsError.domain == NSURLErrorDomain else {
-            return Failure(error: VipsError(.network, "\(label): \(reason)"), isTransient: true)
-        }
-        switch nsError.code {
-        case NSURLErrorTimedOut:
-            return Failure(
-                error: VipsError(.timedOut, "\(label): no data for \(limits.requestTimeout) s"), isTransient: true)
-        case NSURLErrorNetworkConnectionLost:
-            return Failure(error: VipsError(.network, "\(label): connection lost: \(reason)"), isTransient: true)
-        case NSURLErrorBadURL, NSURLErrorUnsupportedURL:
-            // libcurl's "Received HTTP/0.9 when not allowed": bytes that are not an HTTP response.
-            if reason.contains("HTTP/0.9") {
-                return Failure(
-                    error: VipsError(
-                        .protocolError, "\(label): the server's answer is not an HTTP response (\(reason))"),
-                    isTransient: false)
-            }
-            return Failure(error: VipsError(.invalidArgument, "\(label): \(reason)"), isTransient: false)
-        case NSURLErrorHTTPTooManyRedirects:
-            return Failure(error: VipsError(.redirectRefused, "\(label): \(reason)"), isTransient: false)
-        default:
-            // libcurl refuses a header line over 100 KiB (CURL_MAX_HTTP_HEADER) with
-            // its out-of-memory error; before the head is complete, that is what it means.
-            if !headerSeen, reason == "Out of memory" {
-                return Failure(
-                    error: VipsError(
-                        .tooLarge,
-                        "\(label): the response header is too large (libcurl accepts header lines up to 100 KiB)"),
-                    isTransient: false)
-            }
-            // libcurl reports a body shorter than its Content-Length as
-            // "transfer closed with N bytes remaining to read".
-            if reason.contains("remaining to read") || reason.lowercased().contains("partial") {
-                return Failure(error: VipsError(.incompleteBody, "\(label): \(reason)"), isTransient: true)
-            }
-            return Failure(error: VipsError(.network, "\(label): \(reason)"), isTransient: true)
-        }
     }
 
     /// `Retry-After`: delay seconds or an HTTP date.

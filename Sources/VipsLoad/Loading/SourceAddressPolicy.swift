@@ -1,25 +1,27 @@
-import Dispatch
 import Foundation
 
 /// Which addresses an `HTTPDataLoader` may connect to: the protection against
 /// server-side request forgery (SSRF) for a server that downloads URLs its
 /// clients name.
 ///
-/// Before each request, and again before following each redirect, the loader
-/// resolves the URL's host (`getaddrinfo`, every address it returns) and
-/// refuses the request with `VipsError.Kind.sourceNotAllowed` when any of them
-/// is not allowed: its scope is not in `allowedScopes` and no network of
-/// `allowedNetworks` holds it. IPv6 forms that carry an IPv4 address are judged
+/// The loader's transport checks every address at the moment it is about to
+/// connect to it (for the first request and for every redirect's target,
+/// after libcurl has resolved the host): an address whose scope is not in
+/// `allowedScopes` and that no network of `allowedNetworks` holds is never
+/// connected to. When a host has several addresses, the disallowed ones are
+/// skipped; when no allowed address is left, the request fails with
+/// `VipsError.Kind.sourceNotAllowed`, naming the address and its scope, and
+/// nothing has been sent. IPv6 forms that carry an IPv4 address are judged
 /// by that address (see `IPAddress.scope`).
 ///
-/// The check happens before the connection, which the transport then makes
-/// with a resolution of its own: a name whose DNS answer changes between the
-/// two (DNS rebinding, a short TTL) can pass the check with a public address
-/// and be connected to a private one. Closing that gap needs the check at
-/// connect time, inside the transport; the classification (`IPAddress`,
-/// `IPNetwork`, `allows(_:)`) is independent of the transport for that reason.
+/// Because the check is made on the address of the connection itself, not on
+/// a resolution of its own beforehand, a name whose DNS answer changes
+/// (DNS rebinding, a very short TTL) cannot pass with a public address and
+/// then be connected to a private one. Under any policy other than
+/// `.unrestricted` the loader uses no proxy (a proxy would resolve the name
+/// itself, out of the check's sight).
 ///
-/// The default, `.unrestricted`, resolves nothing and allows every address,
+/// The default, `.unrestricted`, checks nothing and allows every address,
 /// as a library loading URLs its own program chose should.
 public struct SourceAddressPolicy: Sendable, Hashable {
     /// The scopes connected to without further question.
@@ -33,7 +35,7 @@ public struct SourceAddressPolicy: Sendable, Hashable {
         self.allowedNetworks = allowedNetworks
     }
 
-    /// Every address allowed, nothing resolved: the default.
+    /// Every address allowed, nothing checked: the default.
     public static let unrestricted = SourceAddressPolicy(allowedScopes: Set(IPAddress.Scope.allCases))
 
     /// Public (global unicast) addresses only, for a server fetching URLs that
@@ -41,7 +43,7 @@ public struct SourceAddressPolicy: Sendable, Hashable {
     /// multicast, broadcast or reserved address.
     public static let publicOnly = SourceAddressPolicy(allowedScopes: [.public])
 
-    /// Whether every address is allowed (and so nothing needs resolving).
+    /// Whether every address is allowed (and so the transport checks nothing).
     public var isUnrestricted: Bool { allowedScopes.isSuperset(of: IPAddress.Scope.allCases) }
 
     /// Whether a connection to `address` is allowed.
@@ -49,74 +51,27 @@ public struct SourceAddressPolicy: Sendable, Hashable {
         allowedScopes.contains(address.scope) || allowedNetworks.contains { $0.contains(address) }
     }
 
-    /// Resolves `url`'s host and throws unless every address it resolves to is allowed.
-    ///
-    /// - Throws: `.sourceNotAllowed` naming the refused address and its scope;
-    ///   `.network` when the host does not resolve; `.invalidArgument` for a URL without a host.
-    public func check(_ url: URL) async throws(VipsError) {
-        if isUnrestricted { return }
-        let label = URLRedaction.redacted(url)
-        guard var host = url.host, !host.isEmpty else {
-            throw VipsError(.invalidArgument, "no host to connect to", source: label)
-        }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        try verdict(on: await Self.resolve(host), host: host, label: label)
+    /// The error for a connection to `address` that this policy refused:
+    /// `host` as the URL names it, `label` the request's redacted URL and,
+    /// after a redirect, `target` the redirect target's (the policy's refusal
+    /// of the target is then the error's `underlying`).
+    func refusal(of address: IPAddress, host: String, label: String, redirectTarget target: String?) -> VipsError {
+        let shown = IPAddress(host) == nil ? "\(host) resolves to \(address)" : "\(address)"
+        let reason = "\(shown), a \(address.scope) address, which the address policy does not allow"
+        guard let target else { return VipsError(.sourceNotAllowed, reason, source: label) }
+        let refusal = VipsError(.sourceNotAllowed, reason, source: target)
+        return VipsError(.sourceNotAllowed, "redirect refused: " + reason, source: label, underlying: refusal)
     }
 
-    /// The decision on a resolution of `host`: nothing when every address is allowed.
-    func verdict(on resolution: Result<[IPAddress], VipsError>, host: String, label: String) throws(VipsError) {
-        let addresses: [IPAddress]
-        switch resolution {
-        case .success(let resolved): addresses = resolved
-        case .failure(let error): throw error.about(label)
-        }
-        if let refused = addresses.first(where: { !allows($0) }) {
-            let shown = IPAddress(host) == nil ? "\(host) resolves to \(refused)" : "\(refused)"
-            throw VipsError(
-                .sourceNotAllowed, "\(shown), a \(refused.scope) address, which the address policy does not allow",
-                source: label)
-        }
-    }
-
-    /// Every address `host` resolves to, from `getaddrinfo` run off the caller's
-    /// thread (it blocks for as long as DNS takes and cannot be interrupted).
-    static func resolve(_ host: String) async -> Result<[IPAddress], VipsError> {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: resolveNow(host)) }
-        }
-    }
-
-    /// `getaddrinfo` for TCP, both families; IP literals come back as themselves.
-    static func resolveNow(_ host: String) -> Result<[IPAddress], VipsError> {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &list)
-        guard status == 0 else {
-            let reason = gai_strerror(status).map { String(cString: $0) } ?? "error \(status)"
-            return .failure(VipsError(.network, "cannot resolve \(host): \(reason)"))
-        }
-        defer { freeaddrinfo(list) }
-        var addresses: [IPAddress] = []
-        var entry = list
-        while let current = entry {
-            if let socketAddress = current.pointee.ai_addr, let address = Self.address(of: socketAddress) {
-                if !addresses.contains(address) { addresses.append(address) }
-            }
-            entry = current.pointee.ai_next
-        }
-        guard !addresses.isEmpty else { return .failure(VipsError(.network, "\(host) resolves to no address")) }
-        return .success(addresses)
-    }
-
-    private static func address(of socketAddress: UnsafeMutablePointer<sockaddr>) -> IPAddress? {
+    /// The address of an IPv4 or IPv6 socket address `length` bytes long;
+    /// nil for another family or a length too short for its family.
+    static func address(of socketAddress: UnsafePointer<sockaddr>, length: Int) -> IPAddress? {
         switch Int32(socketAddress.pointee.sa_family) {
-        case AF_INET:
+        case AF_INET where length >= MemoryLayout<sockaddr_in>.size:
             return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
                 withUnsafeBytes(of: v4.pointee.sin_addr) { IPAddress(bytes: $0) }
             }
-        case AF_INET6:
+        case AF_INET6 where length >= MemoryLayout<sockaddr_in6>.size:
             return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
                 withUnsafeBytes(of: v6.pointee.sin6_addr) { IPAddress(bytes: $0) }
             }

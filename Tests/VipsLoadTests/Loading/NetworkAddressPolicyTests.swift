@@ -4,7 +4,8 @@ import VipsLoad
 import XCTest
 
 /// `HTTPDataLoader.Configuration.addressPolicy` against real servers on the
-/// loopback: refused before any connection under `.publicOnly`, allowed by an
+/// loopback: refused before any connection under `.publicOnly` (the
+/// transport judges each address it is about to connect to), allowed by an
 /// exception, and checked again for every redirect's target. No public host is
 /// reachable here, so the redirect tests allow exactly the first server's
 /// address and send the redirect to a second server on another loopback
@@ -43,6 +44,66 @@ final class NetworkAddressPolicyTests: NetworkTestCase {
         XCTAssertEqual(loader.metrics.httpRequests, 0)
         XCTAssertEqual(loader.metrics.failures, 1)
         XCTAssertEqual(leftoverFiles(), [])
+    }
+
+    /// The policy judges the address of the connection before it is made: a
+    /// refused address gets no TCP connection at all (a check once connected,
+    /// such as libcurl's pre-request callback, would leave one in the
+    /// listener's queue).
+    func testARefusedAddressIsNeverConnectedTo() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.3")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        XCTAssertTrue(bound, "listening on 127.0.0.3")
+        XCTAssertEqual(fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK), 0)
+        let port = UInt16(bigEndian: address.sin_port)
+        let loader = makeLoader { $0.addressPolicy = .publicOnly }
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.3:\(port)/a.jpg"))
+        do {
+            let data = try await loader.loadData(for: .url(url))
+            XCTFail("loaded \(data.byteCount) bytes")
+        } catch {
+            XCTAssertEqual(error.kind, .sourceNotAllowed, "\(error)")
+            XCTAssertTrue(error.message.contains("127.0.0.3, a loopback address"), error.message)
+        }
+        // The kernel completes a handshake without accept(): a connection made would be waiting here.
+        let accepted = accept(listener, nil, nil)
+        let reason = errno
+        if accepted >= 0 { close(accepted) }
+        XCTAssertEqual(accepted, -1, "a connection reached the refused address")
+        XCTAssertTrue(reason == EAGAIN || reason == EWOULDBLOCK, "accept: errno \(reason)")
+    }
+
+    /// A proxy named by the environment is not used under a policy: it would
+    /// resolve and connect to the origin itself, out of the policy's sight.
+    /// The "proxy" is the first server (its address allowed); the origin,
+    /// 127.0.0.2, is not allowed. In a child process, whose environment names
+    /// the proxy (libcurl reads `http_proxy` for each transfer).
+    func testAProxyFromTheEnvironmentIsNotUsedUnderAPolicy() throws {
+        second.route("/b.jpg", .ok(try NetworkFixtures.jpeg()))
+        let proxy = "http://127.0.0.1:\(server.port)"
+        let child = try TestChildProcess(
+            role: "policy-load",
+            environment: [
+                "http_proxy": proxy, "all_proxy": proxy, "VIPSLOAD_TEST_URL": second.url("/b.jpg").absoluteString,
+                "VIPSLOAD_TEST_ALLOW": "127.0.0.1/32", "VIPSLOAD_TEST_DIR": downloadDirectory.path
+            ])
+        defer { child.kill() }
+        let line = try XCTUnwrap(
+            child.waitForReport { $0.hasPrefix("LOADED") || $0.hasPrefix("FAILED") }, "child:\n\(child.transcript)")
+        XCTAssertTrue(line.hasPrefix("FAILED sourceNotAllowed"), line)
+        XCTAssertEqual(server.totalRequestCount, 0, "nothing went through the proxy")
+        XCTAssertEqual(second.totalRequestCount, 0)
     }
 
     func testPublicOnlyRefusesEveryLoopbackSpelling() async throws {

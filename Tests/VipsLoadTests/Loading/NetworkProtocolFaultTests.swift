@@ -56,7 +56,7 @@ final class NetworkProtocolFaultTests: NetworkTestCase {
             server.route("/r\(index)", .redirect(to: target))
             await assertLoadFails(loader, "/r\(index)", kind: .redirectRefused, containing: "only http and https")
         }
-        // FoundationNetworking would have rewritten these onto this host: nothing but the redirects was asked for.
+        // None was rewritten onto this host (as FoundationNetworking did): only the redirects were asked for.
         XCTAssertEqual(server.totalRequestCount, targets.count, "only the redirects themselves were requested")
         XCTAssertEqual(server.requestCount("/etc/passwd"), 0)
         XCTAssertEqual(server.requestCount("/img/x.jpg"), 0)

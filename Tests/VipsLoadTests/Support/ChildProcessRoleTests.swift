@@ -22,6 +22,7 @@ final class ChildProcessRoleTests: XCTestCase {
         case "rss-thumbnail": try await Self.thumbnailOverHTTP(environment)
         case "rss-in-memory": try await Self.thumbnailFromMemory(environment)
         case "usable-cpu-decodes": try await Self.decodesOnUsableCPUs(environment) // UsableCPUTests.swift
+        case "policy-load": try await Self.loadUnderAddressPolicy(environment)
         default: XCTFail("unknown child role \(role)")
         }
     }
@@ -88,6 +89,27 @@ final class ChildProcessRoleTests: XCTestCase {
         TestChildProcess.report(
             "RSS baseline=\(baseline) download-peak=\(afterDownload) peak=\(peak) bytes=\(data.byteCount) "
                 + "thumbnail=\(thumbnail.width)x\(thumbnail.height)")
+    }
+
+    /// Loads `VIPSLOAD_TEST_URL` under an address policy allowing public
+    /// addresses and the networks of `VIPSLOAD_TEST_ALLOW` (comma-separated),
+    /// in this process's environment (its proxy variables); reports
+    /// `LOADED <bytes>` or `FAILED <kind> <message>`.
+    static func loadUnderAddressPolicy(_ environment: [String: String]) async throws {
+        var configuration = HTTPDataLoader.Configuration(
+            temporaryDirectory: URL(fileURLWithPath: environment["VIPSLOAD_TEST_DIR"] ?? NSTemporaryDirectory()))
+        let networks = (environment["VIPSLOAD_TEST_ALLOW"] ?? "").split(separator: ",").compactMap {
+            IPNetwork(String($0))
+        }
+        configuration.addressPolicy = SourceAddressPolicy(allowedScopes: [.public], allowedNetworks: networks)
+        let loader = HTTPDataLoader(configuration: configuration)
+        let url = try XCTUnwrap(environment["VIPSLOAD_TEST_URL"].flatMap(URL.init(string:)))
+        do {
+            let data = try await loader.loadData(for: .url(url))
+            TestChildProcess.report("LOADED \(data.byteCount)")
+        } catch {
+            TestChildProcess.report("FAILED \(error.kind) \(error.message)")
+        }
     }
 
     /// The contrast: the whole body downloaded into memory (`URLSession`'s

@@ -29,6 +29,10 @@ final class ProcessingPixelTests: XCTestCase {
 
     override func tearDown() {
         if let root { try? FileManager.default.removeItem(at: root) }
+        // XCTest keeps every test case object until the run ends: a pipeline left here would keep
+        // its decode threads and memory-pressure triggers open for the tests that follow.
+        pipeline = nil
+        parser = nil
     }
 
     private func image(_ options: String, _ file: String = "wide.jpg") async throws -> Bitmap {
