@@ -28,6 +28,7 @@ system time over the run. The ratio column is VipsLoad ÷ thumbor (req/s), or re
 import argparse
 import json
 import os
+import pwd
 import random
 import re
 import shlex
@@ -422,8 +423,11 @@ class Origin:
         self.prefix = os.path.join(work, "nginx")
         os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
         self.conf = os.path.join(self.prefix, "nginx.conf")
+        # Run as root, nginx's workers would be "nobody" and could not read a corpus under a
+        # private home folder: they run as the corpus's owner instead.
+        user = f"user {pwd.getpwuid(os.stat(args.corpus).st_uid).pw_name};\n" if os.geteuid() == 0 else ""
         with open(self.conf, "w") as f:
-            f.write(f"""worker_processes 1;
+            f.write(user + f"""worker_processes 1;
 pid {self.prefix}/nginx.pid;
 error_log {self.prefix}/logs/error.log warn;
 events {{ worker_connections 1024; }}
@@ -597,9 +601,14 @@ def bench(args, work):
         if "cold" in args.scenarios or "remote" in args.scenarios:
             plan = []
             if "vipsload" in args.servers:
-                plan.append(("vipsload", lambda: VipsLoadServer(args, work)))
+                # No memory cache in the cold rows: with one, a box near an earlier one is resized
+                # from the decoded bitmap it keeps (no decode), and a repeated URL is a response
+                # hit, which thumbor without result storage cannot do. So every request decodes.
+                cold_flags = ["--memory-cache", "0"]
+                plan.append(("vipsload", lambda: VipsLoadServer(args, work, extra_flags=cold_flags)))
                 if "remote" in args.scenarios:
-                    plan.append(("remote", lambda: VipsLoadServer(args, work, origin=origin.url())))
+                    plan.append(("remote", lambda: VipsLoadServer(args, work, origin=origin.url(),
+                                                                  extra_flags=cold_flags)))
             if "cold" in args.scenarios and "thumbor" in args.servers:
                 plan.append(("thumbor", lambda: ThumborServer(args, work)))
             if index % 2:
@@ -770,7 +779,8 @@ def report_bench(args, results, work):
     header(args)
     cold = results["cold"]
     if cold:
-        print(f"### Cold: every URL distinct, {args.connections} connections, {args.seconds} s a row")
+        print(f"### Cold: every URL distinct, {args.connections} connections, {args.seconds} s a row "
+              "(vipsload with --memory-cache 0, thumbor without result storage: every request decodes)")
         print()
         print(ROW_HEADER)
         print(ROW_RULE)

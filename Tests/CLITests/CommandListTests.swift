@@ -10,7 +10,7 @@ final class CommandListTests: XCTestCase {
         let names = lines.drop { $0 != "commands:" }.dropFirst().prefix { !$0.isEmpty }.compactMap {
             $0.split(separator: " ").first.map(String.init)
         }
-        XCTAssertEqual(names, ["info", "thumb", "bench", "corpus", "version", "help"], help.stdout)
+        XCTAssertEqual(names, ["info", "thumb", "bench", "serve", "corpus", "version", "help"], help.stdout)
         for name in names {
             let usage = try CLIHarness.run(["help", name])
             XCTAssertEqual(usage.status, 0, name)

@@ -138,6 +138,16 @@ final class MemoryPressureTests: XCTestCase {
         trigger.wake() // after close: does nothing
     }
 
+    /// Waits until no trigger of this process is open on `file`: the
+    /// descriptors are counted process-wide, and pipelines earlier tests
+    /// released may still be ending their monitors (their last tasks finish
+    /// after the test that made them; slowly under ThreadSanitizer). A
+    /// pipeline that is never released fails here.
+    private func awaitNoTriggers(on file: String, line: UInt = #line) {
+        let idle = eventually { openDescriptorTargets().filter { $0 == file }.isEmpty }
+        XCTAssertTrue(idle, "earlier pipelines' triggers on \(file) are closed", line: line)
+    }
+
     /// Triggers on `file`, or a skip saying why the kernel refused them.
     private static func armOrSkip(_ file: String) throws -> MemoryPressureTrigger {
         let result = Result { () throws(VipsError) in try MemoryPressureTrigger(file: file) }
@@ -155,6 +165,7 @@ final class MemoryPressureTests: XCTestCase {
         guard let file = SystemResources.current.memoryPressureFile else {
             throw XCTSkip("no memory pressure file (a kernel without PSI)")
         }
+        awaitNoTriggers(on: file)
         let bad = MemoryPressureTrigger.Threshold(kind: "some", stall: .seconds(3), window: .seconds(2))
         XCTAssertThrowsError(try MemoryPressureTrigger(file: file, warning: bad), "a stall longer than its window") {
             error in
@@ -171,6 +182,7 @@ final class MemoryPressureTests: XCTestCase {
         guard let file = SystemResources.current.memoryPressureFile else {
             throw XCTSkip("no memory pressure file (a kernel without PSI): a pipeline would sample instead")
         }
+        awaitNoTriggers(on: file)
         let baselineEventFDs = openDescriptorTargets().filter { $0.contains("eventfd") }.count
         var configuration = ImagePipeline.Configuration(memoryCache: MemoryCache(costLimit: 1 << 20))
         configuration.monitorsMemoryPressure = true
