@@ -2,7 +2,7 @@
 # A private nginx on 127.0.0.1 serving one folder, for benchmarks that need a real HTTP origin.
 # Source it, then:
 #
-#   nginx_serve DIR          # starts nginx (Debian's nginx-light) on a free port for DIR;
+#   nginx_serve DIR          # starts nginx (Debian's nginx) on a free port for DIR;
 #                            # sets NGINX_PORT, NGINX_URL (http://127.0.0.1:PORT) and NGINX_PID
 #   on_exit 'COMMAND'        # runs COMMAND when the script ends (nginx_serve registers its own stop)
 #
@@ -44,7 +44,7 @@ nginx_serve() {
   root=$(cd "$1" && pwd)
   workers=${2:-1}
   command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || {
-    echo "nginx.sh: nginx is not installed (scripts/setup.sh nginx-light)" >&2
+    echo "nginx.sh: nginx is not installed (scripts/setup.sh nginx)" >&2
     return 1
   }
   # Started as root, nginx's workers would drop to `nobody`, who may not read DIR: they run

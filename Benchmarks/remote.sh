@@ -19,7 +19,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 runs=${1:-7}
-packages=(nginx-light time curl)
+packages=(nginx time curl)
 [ -n "${STRACE:-}" ] && packages+=(strace)
 "$root/scripts/setup.sh" "${packages[@]}"
 # shellcheck source=Benchmarks/nginx.sh
