@@ -25,9 +25,7 @@ struct SocketAddress: CustomStringConvertible {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             address.sin_addr = v4
-            withUnsafeMutableBytes(of: &storage) { target in
-                withUnsafeBytes(of: address) { target.copyMemory(from: $0) }
-            }
+            Self.copy(address, into: &storage)
             isIPv6 = false
             description = "\(literal):\(port)"
         } else if inet_pton(AF_INET6, literal, &v6) == 1 {
@@ -35,13 +33,18 @@ struct SocketAddress: CustomStringConvertible {
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
             address.sin6_addr = v6
-            withUnsafeMutableBytes(of: &storage) { target in
-                withUnsafeBytes(of: address) { target.copyMemory(from: $0) }
-            }
+            Self.copy(address, into: &storage)
             isIPv6 = true
             description = "[\(literal)]:\(port)"
         } else {
             throw VipsError(.invalidArgument, "'\(literal)' is not an IPv4 or IPv6 address")
+        }
+    }
+
+    /// Copies a `sockaddr_in` or `sockaddr_in6` into the start of `storage`.
+    private static func copy<Address>(_ address: Address, into storage: inout sockaddr_storage) {
+        withUnsafeMutableBytes(of: &storage) { target in
+            withUnsafeBytes(of: address) { target.copyMemory(from: $0) }
         }
     }
 

@@ -103,31 +103,31 @@ final class HTTPServerTests: XCTestCase {
     }
 
     func testAClientHangingUpWhileSuspendedIsNoticedAndItsConnectionClosed() async throws {
+        try await assertAHangUpWhileSuspendedIsNoticed { $0.reset() }
+    }
+
+    func testAnOrderlyCloseWhileSuspendedIsAHangUpToo() async throws {
+        try await assertAHangUpWhileSuspendedIsNoticed { $0.close() }
+    }
+
+    /// A client that leaves (`leave`: a reset or an orderly close) while its
+    /// request is suspended is noticed, and nothing is sent to it.
+    private func assertAHangUpWhileSuspendedIsNoticed(
+        _ leave: (TestConnection) -> Void, line: UInt = #line
+    ) async throws {
         let handler = ScriptedHandler()
         let server = try makeServer(handler)
         let client = try TestConnection(port: server.port)
         try client.sendRequest("/later")
         await fulfillment(of: [handler.deferred], timeout: 30)
-        client.reset()
+        leave(client)
         // libmicrohttpd does not poll a suspended connection: the hang-up watcher saw it.
         await fulfillment(of: [handler.hungUp], timeout: 30)
         try XCTUnwrap(handler.pending.first).send(HTTPResponse.text(200, "too late")!)
         await fulfillment(of: [handler.completions], timeout: 30)
         let record = try XCTUnwrap(handler.completed.first)
-        XCTAssertTrue(record.clientGone)
-        XCTAssertEqual(record.status, 0, "nothing was sent to a client that hung up")
-    }
-
-    func testAnOrderlyCloseWhileSuspendedIsAHangUpToo() async throws {
-        let handler = ScriptedHandler()
-        let server = try makeServer(handler)
-        let client = try TestConnection(port: server.port)
-        try client.sendRequest("/later")
-        await fulfillment(of: [handler.deferred], timeout: 30)
-        client.close()
-        await fulfillment(of: [handler.hungUp], timeout: 30)
-        try XCTUnwrap(handler.pending.first).send(HTTPResponse.text(200, "too late")!)
-        await fulfillment(of: [handler.completions], timeout: 30)
+        XCTAssertTrue(record.clientGone, line: line)
+        XCTAssertEqual(record.status, 0, "nothing was sent to a client that hung up", line: line)
     }
 
     func testQuiescingRefusesNewConnectionsAndWaitsForRequestsInFlight() async throws {
