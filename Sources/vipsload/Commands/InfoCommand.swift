@@ -10,7 +10,7 @@ import VipsLoad
 /// retries, header fields), and their bytes are probed.
 enum InfoCommand {
     static let usage = """
-        usage: vipsload info [--json] [--strict] [--max-pixels N] [--allow LIST]
+        usage: vipsload info [--json] [--placeholder] [--strict] [--max-pixels N] [--allow LIST]
                              [-c DIR] [--cache-size MB] [-r N] [-H 'NAME: VALUE']...
                              [--isolate optin|all|none] [--timeout S] [--worker-memory MB] INPUT...|-
                vipsload info --system [--json]
@@ -23,6 +23,9 @@ enum InfoCommand {
         JSON object with --json).
 
           --json             one JSON object per line on stdout
+          --placeholder      also decode each image small (at most 100 pixels a side)
+                             and print its BlurHash (4x3 components), ThumbHash
+                             (base64) and average colour (linear light, #rrggbb[aa])
           --system           the CPUs and memory this process may use (affinity,
                              cgroup CPU quota and memory limit, memory pressure),
                              where each was read, and the defaults derived from them
@@ -42,16 +45,20 @@ enum InfoCommand {
         let pipeline: ImagePipeline?
         /// Whether to read an animation's timing (a decode) too.
         let timing: Bool
+        /// Whether to make a placeholder from a small decode too.
+        let placeholder: Bool
 
-        typealias Probe = (info: ImageInfo, timing: (delays: [Int], loopCount: Int)?)
+        typealias Probe = (
+            info: ImageInfo, timing: (delays: [Int], loopCount: Int)?, placeholder: ImagePlaceholder?
+        )
 
         func probe(_ item: InputCollector.Item) async throws(VipsError) -> Probe {
             switch item.location {
             case .file(let path):
-                return try probe(.file(path), format: IsolationFlags.sniff(path: path))
+                return try await probe(.file(path), format: IsolationFlags.sniff(path: path))
             case .standardInput:
                 let data = FileHandle.standardInput.readDataToEndOfFile()
-                return try probe(.data(data), format: ImageFormat.sniff(data.prefix(64)))
+                return try await probe(.data(data), format: ImageFormat.sniff(data.prefix(64)))
             case .invalidURL:
                 throw VipsError(.invalidArgument, "not a valid URL")
             case .url(let url):
@@ -61,41 +68,68 @@ enum InfoCommand {
                 switch data.input {
                 // A download's file is a temporary or cache file: messages name the URL instead.
                 case .file(let path):
-                    return try withExtendedLifetime(data) { () throws(VipsError) -> Probe in
-                        try probe(.file(path), format: IsolationFlags.sniff(path: path), name: source.description)
-                    }
+                    defer { withExtendedLifetime(data) {} }
+                    return try await probe(
+                        .file(path), format: IsolationFlags.sniff(path: path), name: source.description)
                 case .data(let bytes):
-                    return try probe(
+                    return try await probe(
                         .data(bytes), format: ImageFormat.sniff(bytes.prefix(64)), name: source.description)
                 }
             }
         }
 
         /// A header probe in a worker when `isolation` takes `format` (the
-        /// animation timing, a decode, is left out there), else here. Messages
-        /// call the input `name` when given (a download's URL).
-        private func probe(_ input: ImageInput, format: ImageFormat?, name: String? = nil) throws(VipsError) -> Probe {
+        /// animation timing, a decode, is left out there; the placeholder's
+        /// small decode is the worker's too), else here. Messages call the
+        /// input `name` when given (a download's URL).
+        private func probe(
+            _ input: ImageInput, format: ImageFormat?, name: String? = nil
+        ) async throws(VipsError)
+            -> Probe
+        {
             if let workers, isolation.isolates(format) {
+                let (path, data): (String?, Data)
                 switch input {
-                case .file(let path): return (try workers.info(path: path, name: name).get(), nil)
-                case .data(let data): return (try workers.info(path: nil, data: data, name: name).get(), nil)
+                case .file(let file): (path, data) = (file, Data())
+                case .data(let bytes): (path, data) = (nil, bytes)
                 }
+                let info = try workers.info(path: path, data: data, name: name).get()
+                guard placeholder else { return (info, nil, nil) }
+                let geometry = WorkerProtocol.Geometry(
+                    size: Self.placeholderSize, mode: .fit, scale: 1, allowUpscale: false, keepMetadata: false)
+                let bitmap: Bitmap
+                switch try await workers.decode(path: path, data: data, name: name, geometry: geometry).get() {
+                case .still(let still): bitmap = still
+                case .animation(let animation):
+                    guard let first = animation.frames.first else {
+                        throw VipsError(.internal, "the worker sent an animation without frames")
+                    }
+                    bitmap = first
+                }
+                return (info, nil, try ImagePlaceholder(bitmap))
             }
             var decoder = decoder
             decoder.inputName = name
             do throws(VipsError) {
-                return (try decoder.info(input), timing ? try decoder.animationTiming(input) : nil)
+                let info = try decoder.info(input)
+                let small = placeholder ? try decoder.decode(input, size: Self.placeholderSize, mode: .fit) : nil
+                return (
+                    info, timing ? try decoder.animationTiming(input) : nil, try small.map(ImagePlaceholder.init)
+                )
             } catch {
                 throw name.map { error.decodeError(naming: $0) } ?? error
             }
         }
+
+        /// The small decode a placeholder is made from.
+        static let placeholderSize = TargetSize.maxPixelSize(ImagePlaceholder.side)
     }
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union(IsolationFlags.valueOptions).union(
                 DownloadFlags.valueOptions),
-            flagOptions: DecoderFlags.flagOptions.union(["json", "system"]),
+            flagOptions: DecoderFlags.flagOptions.union(["json", "system", "placeholder"]),
             shortOptions: DownloadFlags.shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
@@ -130,13 +164,15 @@ enum InfoCommand {
         let json = parsed.flag("json")
         let prober = Prober(
             decoder: ImageDecoder(options: decodeOptions), isolation: isolation, workers: workers,
-            pipeline: pipeline, timing: json)
+            pipeline: pipeline, timing: json, placeholder: parsed.flag("placeholder"))
         var failed = false
         for item in items {
             do throws(VipsError) {
                 let probe = try await prober.probe(item)
                 Terminal.out(
-                    json ? jsonLine(item.input, probe.info, timing: probe.timing) : textLine(item.input, probe.info))
+                    json
+                        ? jsonLine(item.input, probe.info, timing: probe.timing, placeholder: probe.placeholder)
+                        : textLine(item.input, probe.info, placeholder: probe.placeholder))
             } catch {
                 failed = true
                 if json {
@@ -169,14 +205,21 @@ enum InfoCommand {
         return arguments
     }
 
-    static func textLine(_ path: String, _ info: ImageInfo) -> String {
+    static func textLine(_ path: String, _ info: ImageInfo, placeholder: ImagePlaceholder? = nil) -> String {
         "\(path): \(info.width)x\(info.height) \(info.format), \(info.bands) bands, "
             + "\(info.hasAlpha ? "alpha" : "no alpha"), orientation \(info.orientation), "
             + "\(info.pages) page\(info.pages == 1 ? "" : "s")"
+            + (placeholder.map {
+                ", blurhash \($0.blurHash), thumbhash \($0.thumbHashBase64), average \($0.averageColourHex)"
+            } ?? "")
     }
 
-    /// An animation adds "frames", "delays" (ms) and "loop" (0 = forever).
-    static func jsonLine(_ path: String, _ info: ImageInfo, timing: (delays: [Int], loopCount: Int)? = nil) -> String {
+    /// An animation adds "frames", "delays" (ms) and "loop" (0 = forever);
+    /// a placeholder adds "placeholder" (`ImagePlaceholder.jsonObject`).
+    static func jsonLine(
+        _ path: String, _ info: ImageInfo, timing: (delays: [Int], loopCount: Int)? = nil,
+        placeholder: ImagePlaceholder? = nil
+    ) -> String {
         var fields: [(String, String)] = [
             ("input", JSONText.string(path)),
             ("width", String(info.width)),
@@ -194,6 +237,7 @@ enum InfoCommand {
                 ("loop", String(timing.loopCount))
             ]
         }
+        if let placeholder { fields.append(("placeholder", placeholder.jsonObject)) }
         return Terminal.jsonObject(fields)
     }
 }

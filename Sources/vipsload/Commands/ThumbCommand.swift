@@ -19,7 +19,7 @@ enum ThumbCommand {
                               [-o DIR|-] [-n TEMPLATE] [-j N]
                               [-i FILE|-] [--cache-dir DIR] [--cache-size MB] [--retries N]
                               [--header 'NAME: VALUE']...
-                              [--force] [--shard K/N] [--shard-count N] [--json] [--progress]
+                              [--force] [--shard K/N] [--shard-count N] [--json] [--placeholder] [--progress]
                               [-q] [-v] [--strict] [--max-pixels N] [--allow LIST]
                               [--isolate optin|all|none] [--timeout S] [--worker-memory MB] [INPUT...|-]
 
@@ -53,6 +53,10 @@ enum ThumbCommand {
               --shard-count N   the number of shards, with an index from the environment
                                 (a Kubernetes Job's completions)
               --json            one JSON object per input on stdout, then a summary object
+              --placeholder     (with --json) each object also has the thumbnail's BlurHash
+                                (4x3 components), ThumbHash (base64) and average colour
+                                (linear light, #rrggbb[aa]), from the thumbnail downscaled to
+                                at most 100 pixels a side (an up-to-date output: from its file)
               --progress        show progress also when stderr is not a terminal
           -q, --quiet           no progress line, no summary (errors are still reported)
           -v, --verbose         a line for every output written or skipped
@@ -81,6 +85,8 @@ enum ThumbCommand {
         let decodeOptions: DecodeOptions
         /// The options that change an output's pixels or bytes, as recorded in the journal.
         let fingerprint: String
+        /// Whether each JSON object carries the thumbnail's placeholder (`--placeholder`).
+        let placeholder: Bool
     }
 
     /// Every option of a run, checked.
@@ -111,6 +117,9 @@ enum ThumbCommand {
             if toStandardOutput, parsed.flag("json") {
                 throw ArgumentParser.UsageError(description: "--json and --out - both write to standard output")
             }
+            if parsed.flag("placeholder"), !parsed.flag("json") {
+                throw ArgumentParser.UsageError(description: "--placeholder is printed in --json objects: add --json")
+            }
             namer = try OutputNamer(
                 template: parsed.value("name") ?? OutputNamer.defaultTemplate,
                 fileExtension: processing.format.fileExtension)
@@ -131,7 +140,8 @@ enum ThumbCommand {
             settings = Settings(
                 processing: processing,
                 outputFolder: toStandardOutput ? nil : URL(fileURLWithPath: parsed.value("out") ?? "thumbnails"),
-                jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint)
+                jobs: jobs, decodeOptions: decodeOptions, fingerprint: fingerprint,
+                placeholder: parsed.flag("placeholder"))
         }
 
         /// `--shard K/N`, or the shard the environment assigns (with `--shard-count`), or all.
@@ -188,7 +198,7 @@ enum ThumbCommand {
             .union(DownloadFlags.valueOptions)
             .union(["out", "jobs", "input-list", "name", "shard", "shard-count"]),
             flagOptions: DecoderFlags.flagOptions.union(ProcessingFlags.flagOptions)
-                .union(["force", "json", "progress", "quiet", "verbose"]),
+                .union(["force", "json", "placeholder", "progress", "quiet", "verbose"]),
             shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help { Terminal.out(usage); return 0 }
@@ -282,7 +292,8 @@ enum ThumbCommand {
         let processing = settings.processing
         do throws(VipsError) {
             let width: Int, height: Int, data: Data
-            switch try result.get() {
+            let output = try result.get()
+            switch output {
             case .still(let bitmap):
                 (width, height) = (bitmap.width, bitmap.height)
                 data = try ImageEncoder().encode(
@@ -306,10 +317,16 @@ enum ThumbCommand {
                     throw VipsError(.io, "cannot write to standard output: \(error.localizedDescription)")
                 }
             }
+            let placeholder: ImagePlaceholder?
+            switch output {
+            case _ where !settings.placeholder: placeholder = nil
+            case .still(let bitmap): placeholder = try ImagePlaceholder(bitmap)
+            case .animation(let animation): placeholder = try animation.frames.first.map(ImagePlaceholder.init)
+            }
             let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             reporter.written(
                 job.item.input, output: job.output, width: width, height: height,
-                bytes: data.count, milliseconds: milliseconds)
+                bytes: data.count, milliseconds: milliseconds, placeholder: placeholder)
         } catch {
             reporter.failed(job.item.input, error)
         }
@@ -380,12 +397,25 @@ enum ThumbCommand {
                     output: output, in: folder, options: settings.fingerprint, input: identity,
                     sourceModified: sourceModified)
             {
-                reporter.skipped(item.input, output: output, reason: "up to date")
+                reporter.skipped(
+                    item.input, output: output, reason: "up to date",
+                    placeholder: settings.placeholder
+                        ? outputPlaceholder(folder.appendingPathComponent(output).path) : nil)
                 continue
             }
             runJobs.append(Job(item: item, output: output, identity: identity, source: source))
         }
         return runJobs
+    }
+
+    /// The placeholder of an up-to-date output, from the output file decoded
+    /// small; nil when it cannot be read (the output stays up to date: the
+    /// placeholder is extra information, not the job).
+    /// The output is VipsLoad's own file, so the default decoder reads it
+    /// (`--allow` restricts inputs, not outputs).
+    private static func outputPlaceholder(_ path: String) -> ImagePlaceholder? {
+        try? ImagePlaceholder(
+            ImageDecoder().decode(.file(path), size: .maxPixelSize(ImagePlaceholder.side), mode: .fit))
     }
 
     /// The pipeline for every input: no memory cache (each image is needed

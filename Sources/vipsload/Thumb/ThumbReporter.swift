@@ -50,15 +50,19 @@ final class ThumbReporter: Sendable {
     /// Seconds since the reporter was made.
     var elapsed: Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
-    func written(_ input: String, output: String, width: Int, height: Int, bytes: Int, milliseconds: Double) {
+    func written(
+        _ input: String, output: String, width: Int, height: Int, bytes: Int, milliseconds: Double,
+        placeholder: ImagePlaceholder? = nil
+    ) {
         if options.json {
             Terminal.out(
-                Terminal.jsonObject([
-                    ("input", JSONText.string(input)), ("status", JSONText.string("written")),
-                    ("output", JSONText.string(output)),
-                    ("width", String(width)), ("height", String(height)), ("bytes", String(bytes)),
-                    ("ms", String(format: "%.1f", milliseconds))
-                ]))
+                Terminal.jsonObject(
+                    [
+                        ("input", JSONText.string(input)), ("status", JSONText.string("written")),
+                        ("output", JSONText.string(output)),
+                        ("width", String(width)), ("height", String(height)), ("bytes", String(bytes)),
+                        ("ms", String(format: "%.1f", milliseconds))
+                    ] + (placeholder.map { [("placeholder", $0.jsonObject)] } ?? [])))
         }
         if options.verbose, !options.quiet {
             line(
@@ -68,14 +72,15 @@ final class ThumbReporter: Sendable {
         count { $0.written += 1 }
     }
 
-    func skipped(_ input: String, output: String, reason: String) {
+    func skipped(_ input: String, output: String, reason: String, placeholder: ImagePlaceholder? = nil) {
         if options.json {
             Terminal.out(
-                Terminal.jsonObject([
-                    ("input", JSONText.string(input)), ("status", JSONText.string("skipped")),
-                    ("output", JSONText.string(output)),
-                    ("reason", JSONText.string(reason))
-                ]))
+                Terminal.jsonObject(
+                    [
+                        ("input", JSONText.string(input)), ("status", JSONText.string("skipped")),
+                        ("output", JSONText.string(output)),
+                        ("reason", JSONText.string(reason))
+                    ] + (placeholder.map { [("placeholder", $0.jsonObject)] } ?? [])))
         }
         if options.verbose, !options.quiet { line("vipsload thumb: \(input): skipped: \(reason)") }
         count { $0.skipped += 1 }
