@@ -10,7 +10,8 @@ shows it): "right" when the sizes match and no premultiplied channel differs by 
 "refused" when vipsload fails. A CUR that Pillow reads without alpha is compared composited over
 black: Pillow applies a cursor's AND mask only to 1-bit and grey cursors (it shows the masked pixels of
 the others in their stored colour, black), VipsLoad applies it to every cursor.
-Pillow's 16-bit grey modes are compared at 8 bits (the top 8 bits, as VipsLoad converts them).
+Pillow's 16-bit grey modes are compared at 8 bits (the top 8 bits, as VipsLoad converts them; a TIFF's
+12-bit samples scaled from their 12-bit range).
 
 Then the whole folder goes through one `vipsload thumb` batch, which must end by itself (no crash, no
 hang: a time limit) whatever the files are: Pillow's suite holds fuzz crashers, bombs and timeouts.
@@ -35,10 +36,15 @@ COMPARED = {"BMP": "BMP", "DIB": "BMP", "ICO": "ICO", "CUR": "CUR", "TGA": "TGA"
 
 def pillow_rgba(im):
     """Pillow's decode as an RGBA array, 16-bit modes at 8 bits."""
-    if im.mode.startswith("I;16") or im.mode == "I":
+    if im.mode.startswith("I;16"):
         arr = np.asarray(im, dtype=np.uint32)
-        peak = 65535 if im.mode.startswith("I;16") else max(1, int(arr.max()))
-        grey = (arr * 255 // peak).astype(np.uint8) if peak != 65535 else (arr >> 8).astype(np.uint8)
+        # A TIFF's 12-bit (or other) samples in a 16-bit mode: scaled from their own range.
+        bits = getattr(im, "tag_v2", {}).get(258, (16,))[0] if hasattr(im, "tag_v2") else 16
+        if bits < 16:
+            peak = (1 << bits) - 1
+            grey = ((np.minimum(arr, peak) * 255 + peak // 2) // peak).astype(np.uint8)
+        else:
+            grey = (arr >> 8).astype(np.uint8)
         im = Image.fromarray(grey, "L")
     return np.asarray(im.convert("RGBA"), dtype=np.int16)
 

@@ -14,8 +14,39 @@ extension ImageDecoder {
         {
             return result
         }
+        if format == .tiff { return try withTIFF(input, body) }
         return try withLibvipsHeader(input, format: format) { header, source throws(VipsError) in
             try body(.libvips(header, source))
+        }
+    }
+
+    /// A TIFF: libvips reads it, and when libvips refuses it (its header or,
+    /// within `body`, its pixels: a layout tiffload 8.14 does not read),
+    /// libtiff's RGBA interface does (`TIFFRGBACodec`), reporting the header
+    /// libvips had read, if it had. A stop (cancellation, time limit), a limit
+    /// and an unreadable file are answers, not refusals; when libtiff cannot
+    /// read the file either, libvips' reason is the one given.
+    private func withTIFF<R>(_ input: ImageInput, _ body: (OpenedImage) throws(VipsError) -> R) throws(VipsError) -> R {
+        var probed: ImageInfo?
+        let refusal: VipsError
+        do throws(VipsError) {
+            return try withLibvipsHeader(input, format: .tiff) { header, source throws(VipsError) in
+                probed = header.info
+                return try body(.libvips(header, source))
+            }
+        } catch {
+            guard [.unsupportedFeature, .corruptData, .truncatedData].contains(error.kind) else { throw error }
+            refusal = error
+        }
+        VipsRuntime.discardErrorMessages()
+        do throws(VipsError) {
+            let codec = TIFFRGBACodec(knownInfo: probed)
+            let result = try withDirectHeader(codec, input) { image throws(VipsError) in try body(.direct(image)) }
+            guard let result else { throw refusal }
+            return result
+        } catch {
+            if [.cancelled, .timedOut, .tooLarge].contains(error.kind) { throw error }
+            throw refusal
         }
     }
 
