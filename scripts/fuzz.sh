@@ -56,10 +56,12 @@ mkdir -p "$corpus" "$root/crashes" "$root/logs"
 # Instrument VipsCore (the URL target: VipsLoad and VipsServe too) and the harness for
 # coverage (fuzzer) and memory errors (address).
 # -parse-as-library: the harness has no Swift entry point (see Fuzz/Sources/CLibFuzzer).
-swift build --package-path Fuzz --scratch-path "$root/build" --product "$product" -c debug \
+# VIPSLOAD_FUZZ_BUILD: another build folder, so that a rebuilt harness can run beside one still running.
+build=${VIPSLOAD_FUZZ_BUILD:-$root/build}
+swift build --package-path Fuzz --scratch-path "$build" --product "$product" -c debug \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 |
   { grep -v -e "prohibited flag(s): -pthread" -e "Cannot export local symbol" || true; }
-bin="$root/build/debug/$product"
+bin="$build/debug/$product"
 
 # Seeds: regenerated every run (deterministic). The URL target writes its own (`FuzzURL
 # --write-seeds`). The image seeds come from `vipsload corpus --fuzz-seeds` (VipsBench's

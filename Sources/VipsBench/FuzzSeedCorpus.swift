@@ -88,20 +88,31 @@ public enum FuzzSeedCorpus {
         }
         files.append(("core.bmp", LegacyFormatWriter.bmp(small, layout: .palette(bits: 8), header: .core).data))
         files.append(("os2.bmp", LegacyFormatWriter.bmp(small, layout: .palette(bits: 4), header: .os2).data))
-        files.append(("v5-topdown.bmp", LegacyFormatWriter.bmp(small, layout: .thirtyTwo(alpha: true), header: .v5, topDown: true).data))
+        files.append(
+            (
+                "v5-topdown.bmp",
+                LegacyFormatWriter.bmp(small, layout: .thirtyTwo(alpha: true), header: .v5, topDown: true).data
+            ))
         files.append(("v4-565.bmp", LegacyFormatWriter.bmp(small, layout: .sixteen(rgb565: true), header: .v4).data))
         files.append(
-            ("icon.ico", try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 4)), .init(larger, png: true)]).data))
+            (
+                "icon.ico",
+                try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 4)), .init(larger, png: true)]).data
+            ))
         files.append(("icon24.ico", try LegacyFormatWriter.ico([.init(icon, layout: .twentyFour), .init(small)]).data))
-        files.append(("cursor.cur", try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 1))], cursor: true).data))
+        files.append(
+            ("cursor.cur", try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 1))], cursor: true).data))
         let tgas: [(String, LegacyFormatWriter.TGALayout, Bool, Bool, Bool)] = [
-            ("rgb24", .trueColour(bits: 24), false, false, false), ("rgba32-rle", .trueColour(bits: 32), true, true, false),
-            ("rgb16-right", .trueColour(bits: 16), false, false, true), ("grey", .grey(alpha: false), true, false, false),
+            ("rgb24", .trueColour(bits: 24), false, false, false),
+            ("rgba32-rle", .trueColour(bits: 32), true, true, false),
+            ("rgb16-right", .trueColour(bits: 16), false, false, true),
+            ("grey", .grey(alpha: false), true, false, false),
             ("grey-alpha", .grey(alpha: true), false, true, true), ("mapped", .colourMapped, false, false, false),
             ("mapped-rle", .colourMapped, true, true, false)
         ]
         for (name, layout, rle, top, right) in tgas {
-            files.append(("\(name).tga", LegacyFormatWriter.tga(small, layout: layout, rle: rle, top: top, right: right).data))
+            files.append(
+                ("\(name).tga", LegacyFormatWriter.tga(small, layout: layout, rle: rle, top: top, right: right).data))
         }
         for (name, data) in files { try data.write(to: folder.appendingPathComponent(name)) }
         return files.count

@@ -114,14 +114,18 @@ public enum LegacyFormatWriter {
         for y in 0..<height {
             for x in 0..<width {
                 let at = (y * width + x) * 4
-                var (r, g, b, a) = (Int(pixels.rgba[at]), Int(pixels.rgba[at + 1]), Int(pixels.rgba[at + 2]), Int(pixels.rgba[at + 3]))
+                var (r, g, b, a) = (
+                    Int(pixels.rgba[at]), Int(pixels.rgba[at + 1]), Int(pixels.rgba[at + 2]), Int(pixels.rgba[at + 3])
+                )
                 if !palette.isEmpty {
                     let index = nearest(palette, r, g, b)
                     indices[y * width + x] = index
                     (r, g, b) = (Int(palette[index][0]), Int(palette[index][1]), Int(palette[index][2]))
                 } else if bits == 16 {
                     let greenBits = masks.isEmpty ? 5 : 6
-                    (r, g, b) = (r >> 3 * 255 / 31, g >> (8 - greenBits) * 255 / ((1 << greenBits) - 1), b >> 3 * 255 / 31)
+                    (r, g, b) = (
+                        r >> 3 * 255 / 31, g >> (8 - greenBits) * 255 / ((1 << greenBits) - 1), b >> 3 * 255 / 31
+                    )
                 }
                 if !hasAlpha || (icon && bits != 32) { a = 255 }
                 expected.rgba.replaceSubrange(at..<(at + 4), with: [UInt8(r), UInt8(g), UInt8(b), UInt8(a)])
@@ -129,7 +133,9 @@ public enum LegacyFormatWriter {
         }
         if icon && bits != 32 {
             // The AND mask: pixels whose source alpha is under half are transparent.
-            for index in 0..<(width * height) where pixels.rgba[index * 4 + 3] < 128 { expected.rgba[index * 4 + 3] = 0 }
+            for index in 0..<(width * height) where pixels.rgba[index * 4 + 3] < 128 {
+                expected.rgba[index * 4 + 3] = 0
+            }
         }
 
         var body = Data()
@@ -155,7 +161,7 @@ public enum LegacyFormatWriter {
             appendU16(&body, bits)
             // A 40-byte header says BI_ALPHABITFIELDS (6) for four masks after it.
             appendU32(&body, headerSize == 40 && masks.count == 4 ? 6 : compression)
-            appendU32(&body, 0)  // image size (may be 0 for BI_RGB)
+            appendU32(&body, 0) // image size (may be 0 for BI_RGB)
             appendU32(&body, 2835)
             appendU32(&body, 2835)
             appendU32(&body, UInt32(palette.count))
@@ -206,7 +212,9 @@ public enum LegacyFormatWriter {
             let maskStride = (width + 31) / 32 * 4
             for y in rows {
                 var row = [UInt8](repeating: 0, count: maskStride)
-                for x in 0..<width where pixels.rgba[(y * width + x) * 4 + 3] < 128 { row[x / 8] |= 0x80 >> UInt8(x % 8) }
+                for x in 0..<width where pixels.rgba[(y * width + x) * 4 + 3] < 128 {
+                    row[x / 8] |= 0x80 >> UInt8(x % 8)
+                }
                 body.append(contentsOf: row)
             }
         }
@@ -271,7 +279,8 @@ public enum LegacyFormatWriter {
     private static func nearest(_ palette: [[UInt8]], _ r: Int, _ g: Int, _ b: Int) -> Int {
         var best = 0, distance = Int.max
         for (index, colour) in palette.enumerated() {
-            let d = (Int(colour[0]) - r) * (Int(colour[0]) - r) + (Int(colour[1]) - g) * (Int(colour[1]) - g)
+            let d =
+                (Int(colour[0]) - r) * (Int(colour[0]) - r) + (Int(colour[1]) - g) * (Int(colour[1]) - g)
                 + (Int(colour[2]) - b) * (Int(colour[2]) - b)
             if d < distance { (best, distance) = (index, d) }
         }
@@ -369,7 +378,7 @@ public enum LegacyFormatWriter {
         }
         if rle { imageType |= 8 }
         let keepsAlpha = alphaBits > 0 && !footerSaysNoAlpha
-        var stored: [[UInt8]] = []  // each pixel's stored bytes, in stored order
+        var stored: [[UInt8]] = [] // each pixel's stored bytes, in stored order
         var order: [(Int, Int)] = []
         for row in 0..<height {
             for column in 0..<width {

@@ -88,7 +88,8 @@ private func decodeAlone<Codec: DirectCodec>(_ codec: Codec, _ data: Data, _ nam
                     }
                     check(bitmap, fits: nil, "\(name) direct")
                     if bitmap.width > info.width || bitmap.height > info.height {
-                        violated("\(name) gave \(bitmap.width)×\(bitmap.height) for a \(info.width)×\(info.height) header")
+                        violated(
+                            "\(name) gave \(bitmap.width)×\(bitmap.height) for a \(info.width)×\(info.height) header")
                     }
                 }
             }

@@ -35,6 +35,12 @@ struct TIFFRGBACodec: DirectCodec {
 
     var decodesAlone: Bool { true }
 
+    /// The most strips or tiles read (a 100 MP image in 256-pixel tiles has 1,526).
+    static let maxBlocks = 65_536
+
+    /// Blocks libtiff fails to read before a lenient decode stops (the rest stays black).
+    static let maxFailedBlocks = 16
+
     func withHeader<R>(
         _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
     ) throws(VipsError) -> R {
@@ -98,6 +104,13 @@ struct TIFFRGBACodec: DirectCodec {
                 "\(label): a TIFF block of \(blockWidth)×\(blockHeight) px exceeds the limit of \(limits.maxPixelCount) pixels"
             )
         }
+        // Each block is a libtiff call that sets up the whole RGBA conversion again: a file of tiny
+        // tiles over a large image is work without end, refused as a limit is.
+        let across = (Int(width) + blockWidth - 1) / blockWidth, down = (Int(height) + blockHeight - 1) / blockHeight
+        if across * down > Self.maxBlocks {
+            throw VipsError(
+                .tooLarge, "\(label): \(across * down) TIFF strips or tiles exceed the limit of \(Self.maxBlocks)")
+        }
         return Header(
             file: file, width: Int(width), height: Int(height), hasAlpha: hasAlpha, tiled: tiled,
             blockWidth: blockWidth, blockHeight: blockHeight, info: info)
@@ -125,19 +138,20 @@ struct TIFFRGBACodec: DirectCodec {
         let raster = try PixelStorage.allocate(width: blockWidth, height: blockHeight, channels: 4, label: label)
         let pixels = raster.pointer.bindMemory(to: UInt32.self, capacity: blockWidth * blockHeight)
         let stop: Int32 = options.strict ? 1 : 0
-        var failures = 0
+        var failures = 0, stopped = false
         func failed(_ what: String) throws(VipsError) {
             failures += 1
+            if failures >= Self.maxFailedBlocks, !options.strict { stopped = true }
             let message = header.file.firstError ?? "libtiff could not read \(what)"
             header.file.clearError()
             if options.strict { throw VipsError(ImageDecoder.kind(forDecodeFailure: message), "\(label): \(message)") }
         }
         var row = 0
-        while row < header.height {
+        while row < header.height, !stopped {
             try canvas.checkCancellation(row: row)
             if header.tiled {
                 var column = 0
-                while column < header.width {
+                while column < header.width, !stopped {
                     raster.pointer.initializeMemory(as: UInt8.self, repeating: 0, count: raster.count)
                     if TIFFReadRGBATileExt(tiff, UInt32(column), UInt32(row), pixels, stop) != 1 {
                         try failed("the tile at \(column), \(row)")
