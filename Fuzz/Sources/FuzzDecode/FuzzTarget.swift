@@ -81,7 +81,9 @@ private func decodeAlone<Codec: DirectCodec>(_ codec: Codec, _ data: Data, _ nam
                 guard info.width > 0, info.height > 0, info.orientation == 1 else { violated("\(name) header \(info)") }
                 guard codec.route(header, options: options) == .direct else { violated("\(name) routed to libvips") }
                 try options.limits.check(info, label: name)
-                for size in [TargetSize.original, .maxPixelSize(64), .fit(width: 16, height: 9)] {
+                // Lenient: the original size and a box (an icon's entry for it); strict: a box.
+                let sizes: [TargetSize] = strictly ? [.fit(width: 16, height: 9)] : [.original, .maxPixelSize(64)]
+                for size in sizes {
                     let request = DecodeRequest(size: size, scale: 1, allowUpscale: false)
                     guard let bitmap = try codec.decode(header, request, options: options, label: name) else {
                         violated("\(name) decode gave nil")

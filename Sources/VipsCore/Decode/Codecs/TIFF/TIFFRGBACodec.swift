@@ -153,8 +153,11 @@ struct TIFFRGBACodec: DirectCodec {
                 var column = 0
                 while column < header.width, !stopped {
                     raster.pointer.initializeMemory(as: UInt8.self, repeating: 0, count: raster.count)
-                    if TIFFReadRGBATileExt(tiff, UInt32(column), UInt32(row), pixels, stop) != 1 {
+                    guard TIFFReadRGBATileExt(tiff, UInt32(column), UInt32(row), pixels, stop) == 1 else {
+                        // Nothing to copy: the canvas is black there already.
                         try failed("the tile at \(column), \(row)")
+                        column += blockWidth
+                        continue
                     }
                     // Bottom-up within the tile: tile row r is image row `row + blockHeight - 1 - r`.
                     for r in 0..<blockHeight {
@@ -169,7 +172,11 @@ struct TIFFRGBACodec: DirectCodec {
             } else {
                 let rows = min(blockHeight, header.height - row)
                 raster.pointer.initializeMemory(as: UInt8.self, repeating: 0, count: raster.count)
-                if TIFFReadRGBAStripExt(tiff, UInt32(row), pixels, stop) != 1 { try failed("the strip at row \(row)") }
+                guard TIFFReadRGBAStripExt(tiff, UInt32(row), pixels, stop) == 1 else {
+                    try failed("the strip at row \(row)")
+                    row += blockHeight
+                    continue
+                }
                 // Bottom-up within the strip's `rows` rows.
                 for r in 0..<rows {
                     let y = row + rows - 1 - r
