@@ -41,6 +41,14 @@ let package = Package(
             pkgConfig: "spng",
             providers: [.apt(["libspng-dev"])]
         ),
+        // libtiff's RGBA interface, for the TIFF layouts libvips' tiffload refuses (TIFFGetField is
+        // variadic: a few typed wrappers).
+        .systemLibrary(
+            name: "CTIFF",
+            path: "CTIFF",
+            pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]
+        ),
         // libexif, for EXIF orientation read exactly as libvips reads it.
         .systemLibrary(
             name: "CEXIF",
@@ -81,7 +89,9 @@ let package = Package(
         // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore",
-            dependencies: ["CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CEXIF", "CLittleCMS", "CXXHash"],
+            dependencies: [
+                "CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CTIFF", "CEXIF", "CLittleCMS", "CXXHash"
+            ],
             path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore", "CCurl"], path: "Sources/VipsLoad"),

@@ -3,7 +3,13 @@
 # libFuzzer and AddressSanitizer, single process on one core; with `url` first,
 # fuzzes VipsServe's processing-URL parser (options, signatures, sources) instead.
 #
-#   scripts/fuzz.sh [url] [SECONDS] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [url|bmp|tga|tiff] [SECONDS] [extra libFuzzer flags...]
+#
+# With a decoder named first, fuzzes that decoder alone (VIPSLOAD_FUZZ_FORMAT, see
+# Fuzz/Sources/FuzzDecode/FuzzTarget.swift): `bmp` VipsCore's BMP and ICO/CUR decoders, `tga` its
+# TGA decoder, `tiff` the libtiff RGBA fallback for TIFFs libvips refuses. Such a run seeds from the
+# seeds of its formats only and keeps a corpus (.fuzz/corpus-NAME), crashers (named NAME-*) and
+# history (.fuzz/history-NAME.tsv) of its own, so runs of several decoders can go at once.
 #
 # Installs what is missing (scripts/setup.sh: Swift's -sanitize=fuzzer brings
 # its own libFuzzer runtime, no clang package is needed), builds the harness in
@@ -23,13 +29,14 @@ cd "$(dirname "$0")/.."
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 
 mode=decode
-if [ "${1:-}" = url ]; then
-  mode=url
-  shift
-fi
+only=
+case "${1:-}" in
+  url) mode=url; shift ;;
+  bmp | tga | tiff) only=$1; shift ;;
+esac
 seconds=${1:-60}
 shift || true
-case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [url] [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
+case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [url|bmp|tga|tiff] [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
 
 scripts/setup.sh
 
@@ -40,16 +47,21 @@ if [ "$mode" = url ]; then
 else
   corpus=$root/corpus seeds=$root/seeds dict=Fuzz/image.dict history=$root/history.tsv
   product=FuzzDecode prefix= max_len=65536
+  if [ -n "$only" ]; then
+    corpus=$root/corpus-$only history=$root/history-$only.tsv prefix=$only-
+  fi
 fi
 mkdir -p "$corpus" "$root/crashes" "$root/logs"
 
 # Instrument VipsCore (the URL target: VipsLoad and VipsServe too) and the harness for
 # coverage (fuzzer) and memory errors (address).
 # -parse-as-library: the harness has no Swift entry point (see Fuzz/Sources/CLibFuzzer).
-swift build --package-path Fuzz --scratch-path "$root/build" --product "$product" -c debug \
+# VIPSLOAD_FUZZ_BUILD: another build folder, so that a rebuilt harness can run beside one still running.
+build=${VIPSLOAD_FUZZ_BUILD:-$root/build}
+swift build --package-path Fuzz --scratch-path "$build" --product "$product" -c debug \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 |
   { grep -v -e "prohibited flag(s): -pthread" -e "Cannot export local symbol" || true; }
-bin="$root/build/debug/$product"
+bin="$build/debug/$product"
 
 # Seeds: regenerated every run (deterministic). The URL target writes its own (`FuzzURL
 # --write-seeds`). The image seeds come from `vipsload corpus --fuzz-seeds` (VipsBench's
@@ -66,6 +78,20 @@ else
     vips copy "$seeds/rgba.png" "$seeds/rgba.avif" 2>/dev/null || true
     vips copy "$seeds/rgb.png" "$seeds/rgb.heic[compression=hevc]" 2>/dev/null || true
   fi
+  # TIFF layouts libvips refuses, for the libtiff fallback: tiled separate planes (tiffcp, when there).
+  if command -v tiffcp >/dev/null 2>&1; then
+    tiffcp -p separate -t -w 16 -l 16 "$seeds/deflate.tif" "$seeds/tiled-separate.tif" 2>/dev/null || true
+    tiffcp -p separate -c lzw "$seeds/deflate.tif" "$seeds/strips-separate.tif" 2>/dev/null || true
+  fi
+  if [ -n "$only" ]; then
+    # This decoder's seeds only.
+    case $only in bmp) pattern='*.bmp *.ico *.cur' ;; tga) pattern='*.tga' ;; tiff) pattern='*.tif' ;; esac
+    own=$root/seeds-$only
+    rm -rf "$own" && mkdir -p "$own"
+    for glob in $pattern; do find "$seeds" -maxdepth 1 -name "$glob" -exec cp {} "$own/" \; ; done
+    seeds=$own
+    export VIPSLOAD_FUZZ_FORMAT=$only
+  fi
 fi
 
 # A broken invariant is a Swift fatalError: let it reach libFuzzer's signal handler directly
@@ -79,7 +105,7 @@ marker=$(mktemp)
 trap 'rm -f "$marker"' EXIT
 before=$(find "$root/crashes" -type f | wc -l)
 log="$root/logs/fuzz-${prefix}$(date -u +%Y%m%dT%H%M%SZ).log"
-echo "fuzz${prefix:+ (${mode})}: ${seconds}s, log in $log" >&2
+echo "fuzz${prefix:+ (${only:-$mode})}: ${seconds}s, log in $log" >&2
 status=0
 # -rss_limit_mb: an input that makes the process grow past 2 GB counts as a finding (a bomb the limits missed).
 # -timeout: one input taking over 10 s is a finding too. -max_len: 64 KiB covers every image seed, 4 KiB every URL.
@@ -99,7 +125,7 @@ entries=$(find "$corpus" -type f | wc -l)
 [ -f "$history" ] || printf 'date\tseconds\texecs\texec_per_s\tcov\tft\tcorpus\tpeak_rss_mb\tnew_crashes\tstatus\n' >"$history"
 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$seconds" "${execs:-?}" "${rate:-?}" \
   "${cov:-?}" "${ft:-?}" "$entries" "${rss:-?}" "$((after - before))" "$status" >>"$history"
-echo "fuzz${prefix:+ (${mode})}: ${execs:-?} executions, ${rate:-?}/s, cov ${cov:-?}, ft ${ft:-?}, corpus $entries, peak RSS ${rss:-?} MB" >&2
+echo "fuzz${prefix:+ (${only:-$mode})}: ${execs:-?} executions, ${rate:-?}/s, cov ${cov:-?}, ft ${ft:-?}, corpus $entries, peak RSS ${rss:-?} MB" >&2
 
 if [ "$status" -ne 0 ] || [ "$after" -gt "$before" ]; then
   echo "fuzz: FOUND A PROBLEM (status $status); crashers in $root/crashes:" >&2

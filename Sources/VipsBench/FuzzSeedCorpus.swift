@@ -63,9 +63,58 @@ public enum FuzzSeedCorpus {
         // Text formats libvips reads only with loaders it marks untrusted: they must be refused.
         let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="8" height="8"/></svg>"#
         try Data(svg.utf8).write(to: folder.appendingPathComponent("tiny.svg"))
+        let written = try writeLegacyFormats(to: folder)
         var ppm = Data("P6\n4 4\n255\n".utf8)
         ppm.append(Data(repeating: 0x80, count: 4 * 4 * 3))
         try ppm.write(to: folder.appendingPathComponent("tiny.ppm"))
-        return images.count + 2
+        return images.count + 2 + written
+    }
+
+    /// BMP, ICO/CUR and TGA seeds (VipsCore's own decoders), written by `LegacyFormatWriter`:
+    /// every BMP header and layout, icons with BMP and PNG entries, every TGA type and origin.
+    private static func writeLegacyFormats(to folder: URL) throws -> Int {
+        let small = try LegacyFormatWriter.Pixels.generated(width: 13, height: 7, alpha: true)
+        let icon = try LegacyFormatWriter.Pixels.generated(width: 16, height: 16, alpha: true)
+        let larger = try LegacyFormatWriter.Pixels.generated(width: 32, height: 32, seed: 9, alpha: true)
+        var files: [(String, Data)] = []
+        let layouts: [(String, LegacyFormatWriter.BMPLayout)] = [
+            ("pal1", .palette(bits: 1)), ("pal2", .palette(bits: 2)), ("pal4", .palette(bits: 4)),
+            ("pal8", .palette(bits: 8)), ("rle8", .rle(bits: 8)), ("rle4", .rle(bits: 4)),
+            ("555", .sixteen(rgb565: false)), ("565", .sixteen(rgb565: true)), ("24", .twentyFour),
+            ("32x", .thirtyTwo(alpha: false)), ("32a", .thirtyTwo(alpha: true))
+        ]
+        for (name, layout) in layouts {
+            files.append(("\(name).bmp", LegacyFormatWriter.bmp(small, layout: layout, header: .info).data))
+        }
+        files.append(("core.bmp", LegacyFormatWriter.bmp(small, layout: .palette(bits: 8), header: .core).data))
+        files.append(("os2.bmp", LegacyFormatWriter.bmp(small, layout: .palette(bits: 4), header: .os2).data))
+        files.append(
+            (
+                "v5-topdown.bmp",
+                LegacyFormatWriter.bmp(small, layout: .thirtyTwo(alpha: true), header: .v5, topDown: true).data
+            ))
+        files.append(("v4-565.bmp", LegacyFormatWriter.bmp(small, layout: .sixteen(rgb565: true), header: .v4).data))
+        files.append(
+            (
+                "icon.ico",
+                try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 4)), .init(larger, png: true)]).data
+            ))
+        files.append(("icon24.ico", try LegacyFormatWriter.ico([.init(icon, layout: .twentyFour), .init(small)]).data))
+        files.append(
+            ("cursor.cur", try LegacyFormatWriter.ico([.init(icon, layout: .palette(bits: 1))], cursor: true).data))
+        let tgas: [(String, LegacyFormatWriter.TGALayout, Bool, Bool, Bool)] = [
+            ("rgb24", .trueColour(bits: 24), false, false, false),
+            ("rgba32-rle", .trueColour(bits: 32), true, true, false),
+            ("rgb16-right", .trueColour(bits: 16), false, false, true),
+            ("grey", .grey(alpha: false), true, false, false),
+            ("grey-alpha", .grey(alpha: true), false, true, true), ("mapped", .colourMapped, false, false, false),
+            ("mapped-rle", .colourMapped, true, true, false)
+        ]
+        for (name, layout, rle, top, right) in tgas {
+            files.append(
+                ("\(name).tga", LegacyFormatWriter.tga(small, layout: layout, rle: rle, top: top, right: right).data))
+        }
+        for (name, data) in files { try data.write(to: folder.appendingPathComponent(name)) }
+        return files.count
     }
 }

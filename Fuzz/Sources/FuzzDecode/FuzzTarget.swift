@@ -45,7 +45,77 @@ private let everything = ImageDecoder(
         limits: limits,
         allowedFormats: ImageFormat.defaultAllowed.union([.svg, .pdf, .jp2k, .jxl, .bmp, .ppm])))
 /// Formats read by loaders libvips marks untrusted (blocked by default).
-private let untrusted: Set<ImageFormat> = [.svg, .pdf, .jp2k, .jxl, .bmp, .ppm]
+private let untrusted: Set<ImageFormat> = [.svg, .pdf, .jp2k, .jxl, .ppm]
+
+/// One decoder only, when `VIPSLOAD_FUZZ_FORMAT` names it (`scripts/fuzz.sh bmp|tga|tiff SECONDS`):
+/// `bmp` is VipsCore's BMP and ICO/CUR decoders, `tga` its TGA decoder, `tiff` the libtiff RGBA
+/// fallback. Every input then goes to that decoder directly (whatever it sniffs as) and, when it
+/// sniffs as one of its formats, through the whole decode surface as usual; the rest is skipped.
+private let onlyDecoder: Set<ImageFormat>? = {
+    switch ProcessInfo.processInfo.environment["VIPSLOAD_FUZZ_FORMAT"] {
+    case "bmp": return [.bmp, .ico, .cur]
+    case "tga": return [.tga]
+    case "tiff": return [.tiff]
+    default: return nil
+    }
+}()
+
+/// Limits for the decoders that decode at the image's own size (BMP, ICO, TGA, the TIFF fallback), called directly.
+private let directLimits = DecodeLimits(
+    maxPixelCount: 1_000_000, maxDimension: 8_192, maxPages: 64, maxInputBytes: 1 << 20)
+
+/// A decoder that decodes alone (`DirectCodec.decodesAlone`), called on the bytes whatever they sniff
+/// as: the header is read, checked against the limits as `ImageDecoder` checks it, and decoded for the
+/// original size and two boxes, lenient and strict. It must give a well-formed bitmap no larger than its
+/// header (an icon's entry for a box, never larger than the largest), or fail with a typed error that
+/// says what is wrong with the data; it never hands over to libvips.
+private func decodeAlone<Codec: DirectCodec>(_ codec: Codec, _ data: Data, _ name: String) {
+    guard codec.decodesAlone else { violated("\(name) does not decode alone") }
+    let input = ImageInput.data(data)
+    for strictly in [false, true] {
+        let options = DecodeOptions(limits: directLimits, strict: strictly)
+        do {
+            try codec.withHeader(input, options: options, label: name) { reading throws(VipsError) in
+                guard case .read(let header) = reading else { violated("\(name) left a header to libvips") }
+                let info = codec.info(of: header)
+                guard info.width > 0, info.height > 0, info.orientation == 1 else { violated("\(name) header \(info)") }
+                guard codec.route(header, options: options) == .direct else { violated("\(name) routed to libvips") }
+                try options.limits.check(info, label: name)
+                // Lenient: the original size and a box (an icon's entry for it); strict: a box.
+                let sizes: [TargetSize] = strictly ? [.fit(width: 16, height: 9)] : [.original, .maxPixelSize(64)]
+                for size in sizes {
+                    let request = DecodeRequest(size: size, scale: 1, allowUpscale: false)
+                    guard let bitmap = try codec.decode(header, request, options: options, label: name) else {
+                        violated("\(name) decode gave nil")
+                    }
+                    check(bitmap, fits: nil, "\(name) direct")
+                    if bitmap.width > info.width || bitmap.height > info.height {
+                        violated(
+                            "\(name) gave \(bitmap.width)×\(bitmap.height) for a \(info.width)×\(info.height) header")
+                    }
+                }
+            }
+        } catch {
+            guard [.truncatedData, .corruptData, .tooLarge, .unsupportedFeature].contains(error.kind) else {
+                violated("\(name) failed with \(error.kind): \(error.message)")
+            }
+        }
+    }
+}
+
+/// VipsCore's own decoders (BMP, ICO/CUR, TGA) and the libvips-free TIFF fallback, directly.
+private func decodeAlone(_ data: Data) {
+    let only = onlyDecoder
+    if only == nil || only?.contains(.bmp) == true {
+        decodeAlone(BMPCodec(), data, "bmp")
+        decodeAlone(ICOCodec(format: .ico), data, "ico")
+    }
+    if only == nil || only?.contains(.tga) == true { decodeAlone(TGACodec(), data, "tga") }
+    // The TIFF fallback only where libtiff would be asked (it reads TIFF magic only).
+    if only == nil || only?.contains(.tiff) == true, ImageFormat.sniff(data) == .tiff {
+        decodeAlone(TIFFRGBACodec(), data, "tiff")
+    }
+}
 
 /// Stops the run with a message: the fuzzer records the input as a crasher.
 private func violated(_ message: String) -> Never {
@@ -190,11 +260,16 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
 
 private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
-    filterProgressiveJPEG(data)
-    parseHeaders(data)
-    directPNG(data)
-    let input = ImageInput.data(data)
+    decodeAlone(data)
     let sniffed = ImageFormat.sniff(data)
+    if let only = onlyDecoder {
+        guard let sniffed, only.contains(sniffed) else { return }
+    } else {
+        filterProgressiveJPEG(data)
+        parseHeaders(data)
+        directPNG(data)
+    }
+    let input = ImageInput.data(data)
 
     let info: ImageInfo
     do {

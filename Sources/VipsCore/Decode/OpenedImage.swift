@@ -29,12 +29,18 @@ struct DirectImage {
     let route: (DecodeRequest) -> DecodeRoute
     /// The codec's decode for one request: nil hands the pixels to libvips.
     let decode: (DecodeRequest) throws(VipsError) -> Bitmap?
+    /// Whether the codec is the format's only decoder (`DirectCodec.decodesAlone`).
+    let decodesAlone: Bool
+    /// What messages call the input.
+    let label: String
 
     /// `header` as `codec` read it, decoding with `options`; labelled `label` in errors.
     init<Codec: DirectCodec>(_ codec: Codec, _ header: Codec.Header, options: DecodeOptions, label: String) {
         info = codec.info(of: header)
         route = { request in codec.route(header, for: request, options: options) }
         decode = { request throws(VipsError) in try codec.decode(header, request, options: options, label: label) }
+        decodesAlone = codec.decodesAlone
+        self.label = label
     }
 }
 

@@ -30,13 +30,25 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
     public static let jp2k = ImageFormat(rawValue: "jp2k")
     /// JPEG XL; off by default.
     public static let jxl = ImageFormat(rawValue: "jxl")
-    /// BMP: recognised, so that it is refused by name; never decoded (libvips reads it only through ImageMagick, which VipsLoad never calls).
+    /// BMP (Windows and OS/2 bitmaps), read by default by VipsCore's own decoder (libvips 8.14 reads it
+    /// only through ImageMagick, which VipsLoad never calls).
     public static let bmp = ImageFormat(rawValue: "bmp")
+    /// ICO (Windows icons, favicons), read by default by VipsCore's own decoder: the entry that best fits the
+    /// requested size, PNG or BMP, with its AND mask.
+    public static let ico = ImageFormat(rawValue: "ico")
+    /// CUR (Windows cursors, icons with a hot spot), read by default as ICO is.
+    public static let cur = ImageFormat(rawValue: "cur")
+    /// TGA (Truevision Targa), read by default by VipsCore's own decoder. TGA has no magic number: it is
+    /// recognised by a strict header check, after every other format.
+    public static let tga = ImageFormat(rawValue: "tga")
     /// PPM/PGM/PBM/PFM (netpbm); off by default.
     public static let ppm = ImageFormat(rawValue: "ppm")
 
-    /// The formats read by default: the raster formats of the web and of cameras.
-    public static let defaultAllowed: Set<ImageFormat> = [.jpeg, .png, .webp, .gif, .tiff, .heif, .avif]
+    /// The formats read by default: the raster formats of the web and of cameras, and the bitmaps,
+    /// icons and Targa files VipsCore decodes itself.
+    public static let defaultAllowed: Set<ImageFormat> = [
+        .jpeg, .png, .webp, .gif, .tiff, .heif, .avif, .bmp, .ico, .cur, .tga
+    ]
 
     /// Identifies a format from the first bytes of the data (16 are enough), or
     /// returns nil. File names and MIME types are never trusted for this.
@@ -66,6 +78,8 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jxl }
         if starts(Array("%PDF".utf8)) { return .pdf }
         if starts(Array("BM".utf8)) { return .bmp }
+        if ICODirectory.isPlausible(b, type: 1) { return .ico }
+        if ICODirectory.isPlausible(b, type: 2) { return .cur }
         if b.count >= 2, b[0] == UInt8(ascii: "P"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(b[1]) {
             return .ppm
         }
@@ -77,11 +91,15 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
         // A document type comes first in many exported files; HTML's never names svg.
         let doctype = Array("<!doctype svg".utf8)
         if text.count >= doctype.count, zip(text, doctype).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) { return .svg }
+        // A bare DIB (a BMP without its file header) and TGA have no magic number, only a header that must make sense.
+        if BMPHeader.isPlausibleDIB(b) { return .bmp }
+        // Last: TGA has no magic number, only a header that must make sense.
+        if TGAHeader.isPlausible(b) { return .tga }
         return nil
     }
 
     /// The libvips loader that reads this format from a source, or nil when libvips has none
-    /// (BMP is read only through ImageMagick, which VipsCore never uses).
+    /// (BMP, ICO, CUR and TGA: VipsCore's own decoders read them; see `CodecRegistry`).
     ///
     /// The decoder calls this loader by name rather than letting libvips guess from the bytes:
     /// the guess falls back to other loaders, ImageMagick's among them, when the data is broken.

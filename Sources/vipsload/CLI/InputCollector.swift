@@ -18,7 +18,9 @@ struct InputCollector {
     /// The file-name extensions of the formats VipsCore can identify, lower case.
     static let imageExtensions: Set<String> = [
         "jpg", "jpeg", "jpe", "jfif", "png", "webp", "gif", "tif", "tiff", "heic", "heif", "hif", "avif", "svg",
-        "svgz", "pdf", "jp2", "j2k", "j2c", "jpf", "jpx", "jxl", "ppm", "pgm", "pbm", "pnm", "pfm"
+        "svgz", "pdf", "jp2", "j2k", "j2c", "jpf", "jpx", "jxl", "ppm", "pgm", "pbm", "pnm", "pfm", "bmp", "dib", "ico",
+        "cur",
+        "tga"
     ]
 
     /// What `collect` found: the inputs, and the files in folders it passed over.

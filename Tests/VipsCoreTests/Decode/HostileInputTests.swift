@@ -67,7 +67,8 @@ final class HostileInputTests: XCTestCase {
         for prefix in [Data(), Data([0xFF]), Data([0xFF, 0xD8]), Data("GIF8".utf8), Data("RIFF\0\0\0\0WEB".utf8)] {
             XCTAssertNil(ImageFormat.sniff(prefix), "\(Array(prefix))")
         }
-        XCTAssertEqual(ImageFormat.defaultAllowed, [.jpeg, .png, .webp, .gif, .heif, .avif, .tiff])
+        XCTAssertEqual(
+            ImageFormat.defaultAllowed, [.jpeg, .png, .webp, .gif, .heif, .avif, .tiff, .bmp, .ico, .cur, .tga])
     }
 
     func testDisallowedFormatIsRefusedBeforeAnyLoaderRuns() throws {

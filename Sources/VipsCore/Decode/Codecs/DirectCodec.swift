@@ -49,11 +49,26 @@ protocol DirectCodec: Sendable {
     func decode(
         _ header: Header, _ request: DecodeRequest, options: DecodeOptions, label: String
     ) throws(VipsError) -> Bitmap?
+
+    /// Whether this codec is its format's only decoder (BMP, ICO, TGA: libvips
+    /// 8.14 has no loader for them). Such a codec takes every image whose
+    /// header it reads, in every mode and at every size, and throws where a
+    /// codec with libvips behind it would hand over: its `withHeader` never
+    /// answers `.unread`, its routes are always `.direct`, and its `decode`
+    /// never returns nil. It decodes at the image's own size (for an icon, the
+    /// entry that fits `request.box` best); `ImageDecoder` then fits that
+    /// bitmap to the box as libvips fits any image in memory (the fast mode's
+    /// bicubic reduce or `vips_thumbnail`, upscaling when asked), and the
+    /// original size needs no libvips at all.
+    var decodesAlone: Bool { get }
 }
 
 extension DirectCodec {
     /// Most codecs decode every size of an image they take.
     func route(_ header: Header, for request: DecodeRequest, options: DecodeOptions) -> DecodeRoute { .direct }
+
+    /// Most codecs have libvips behind them.
+    var decodesAlone: Bool { false }
 }
 
 /// A direct codec's reading of one input's header.

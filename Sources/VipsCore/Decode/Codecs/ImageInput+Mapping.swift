@@ -19,6 +19,16 @@ extension ImageInput {
         var status = stat()
         return stat(path, &status) == 0 ? Int(status.st_size) : nil
     }
+
+    /// Runs `body` over the input's bytes (a file mapped), for the decoders
+    /// that are their format's only decoder: a file that cannot be mapped is
+    /// an `.io` error here, since no libvips loader would read it instead.
+    func withMappedBytes<R>(
+        label: String, _ body: (UnsafeRawBufferPointer) throws(VipsError) -> R
+    ) throws(VipsError) -> R {
+        guard let data = mappedBytes() else { throw VipsError(.io, "\(label): cannot read the file") }
+        return try data.withBytes(body)
+    }
 }
 
 extension Data {
