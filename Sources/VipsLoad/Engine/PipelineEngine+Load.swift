@@ -95,7 +95,7 @@ extension PipelineEngine {
                     try await httpLoader.download(
                         source, key: policy.key, headers: policy.headers,
                         modifier: requestModifier,
-                        progress: { [weak self] completed, total in
+                        progress: { [weak self] completed, total, _ in
                             self?.lock.perform { effects in
                                 unit.reportProgress(completed: completed, total: total, &effects)
                             }
