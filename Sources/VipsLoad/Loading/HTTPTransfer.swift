@@ -645,6 +645,11 @@ final class HTTPTransfer: Sendable {
         guard let partial else {
             return .failure(VipsError(.protocolError, "HTTP 206 for \(label), which asked for no range", source: label))
         }
+        // Ranges count the bytes as sent: a coded 206 cannot be appended to the kept (decoded) ones.
+        if let coding = head.value(forHTTPHeaderField: "Content-Encoding"), coding.lowercased() != "identity" {
+            return .failure(
+                VipsError(.protocolError, "HTTP 206 with Content-Encoding \(coding) for a range", source: label))
+        }
         let field = head.value(forHTTPHeaderField: "Content-Range")
         let record = partial.record
         guard let range = PartialDownloads.contentRange(field) else {

@@ -137,15 +137,16 @@ final class NetworkResumeTests: NetworkTestCase {
         let half = body.count / 2
         let total = body.count
         // Each answers the resumed request with a 206 whose Content-Range does not continue the kept bytes.
-        let wrong: [(String, String, Int)] = [
-            ("/start.jpg", "bytes \(half + 1)-\(total - 1)/\(total)", half + 1),
-            ("/total.jpg", "bytes \(half)-\(total)/\(total + 1)", half),
-            ("/garbled.jpg", "bytes=\(half)-", half),
-            ("/star.jpg", "bytes \(half)-\(total - 1)/*", half)
+        let wrong: [(String, String, Int, [(String, String)])] = [
+            ("/start.jpg", "bytes \(half + 1)-\(total - 1)/\(total)", half + 1, []),
+            ("/total.jpg", "bytes \(half)-\(total)/\(total + 1)", half, []),
+            ("/garbled.jpg", "bytes=\(half)-", half, []),
+            ("/star.jpg", "bytes \(half)-\(total - 1)/*", half, []),
+            ("/coded.jpg", "bytes \(half)-\(total - 1)/\(total)", half, [("Content-Encoding", "gzip")])
         ]
         let cache = try makeCache()
         let loader = makeLoader(cache: cache) { $0.retryPolicy = self.quickRetries }
-        for (path, contentRange, offset) in wrong {
+        for (path, contentRange, offset, extra) in wrong {
             server.route(path) { [server] request in
                 if server!.requestCount(path) == 1 {
                     return .ranged(.data(body), for: request, etag: "\"v5\"", cutAfter: half)
@@ -154,7 +155,7 @@ final class NetworkResumeTests: NetworkTestCase {
                     status: 206,
                     headers: [
                         ("Content-Type", "image/jpeg"), ("ETag", "\"v5\""), ("Content-Range", contentRange)
-                    ],
+                    ] + extra,
                     body: .data(body))
                 response.bodyOffset = offset
                 return response
