@@ -69,6 +69,8 @@ public final class TestHTTPServer: Sendable {
         /// (the body follows as usual): a response that is not HTTP, or any
         /// head `headers` cannot express.
         public var rawHead: Data?
+        /// The first body byte sent (a range's start); the real length is counted from here.
+        public var bodyOffset = 0
 
         public init(
             status: Int = 200, headers: [(String, String)] = [], body: Body = .data(Data()),
@@ -107,6 +109,42 @@ public final class TestHTTPServer: Sendable {
         public static func redirect(to location: String, status: Int = 302) -> Response {
             Response(status: status, headers: [("Location", location)])
         }
+
+        /// Sends the body at about `bytesPerSecond` (chunks of a tenth of it, 0.1 s apart).
+        public mutating func drip(bytesPerSecond: Int) {
+            chunkSize = max(1, bytesPerSecond / 10)
+            chunkDelay = 0.1
+        }
+
+        /// `body` as a server that supports ranges answers `request`: with
+        /// `Accept-Ranges: bytes` and the validators given, a `206` with
+        /// `Content-Range` for `Range: bytes=N-` (when `If-Range`, if sent,
+        /// matches the `etag` or `lastModified`), a `416` for a start past the
+        /// end, a `200` with the whole body otherwise. `cutAfter` cuts what is sent.
+        public static func ranged(
+            _ body: Body, for request: Request, etag: String? = nil, lastModified: String? = nil,
+            contentType: String = "image/jpeg", cutAfter: Int? = nil
+        ) -> Response {
+            var headers: [(String, String)] = [("Content-Type", contentType), ("Accept-Ranges", "bytes")]
+            if let etag { headers.append(("ETag", etag)) }
+            if let lastModified { headers.append(("Last-Modified", lastModified)) }
+            let total = body.count
+            var response = Response(status: 200, headers: headers, body: body, cutAfter: cutAfter)
+            guard let range = request.header("Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+                let start = Int(range.dropFirst(6).dropLast())
+            else { return response }
+            if let condition = request.header("If-Range"), condition != etag, condition != lastModified {
+                return response
+            }
+            guard start < total else {
+                return Response(
+                    status: 416, headers: [("Content-Range", "bytes */\(total)")] + headers, body: .data(Data()))
+            }
+            response.status = 206
+            response.headers.append(("Content-Range", "bytes \(start)-\(total - 1)/\(total)"))
+            response.bodyOffset = start
+            return response
+        }
     }
 
     public typealias Handler = @Sendable (Request) -> Response
@@ -117,6 +155,7 @@ public final class TestHTTPServer: Sendable {
         var clientCloses: [String: Int] = [:]
         var completedResponses: [String: Int] = [:]
         var openConnections: [Int32: String] = [:]
+        var bodyBytesSent: [String: Int] = [:]
         var stopped = false
     }
 
@@ -189,6 +228,9 @@ public final class TestHTTPServer: Sendable {
     public func requestCount(_ path: String) -> Int { requests(path).count }
 
     public var totalRequestCount: Int { state.withLock { $0.requests.values.reduce(0) { $0 + $1.count } } }
+
+    /// Body bytes written to the sockets of requests for `path` so far (every response, every range).
+    public func bodyBytesSent(_ path: String) -> Int { state.withLock { $0.bodyBytesSent[path] ?? 0 } }
 
     /// How often the client hung up on `path` before the whole response was sent.
     public func clientCloseCount(_ path: String) -> Int { state.withLock { $0.clientCloses[path] ?? 0 } }
@@ -311,7 +353,8 @@ public final class TestHTTPServer: Sendable {
             recordClientClose(path)
             return false
         }
-        let length = response.declaredLength ?? .some(response.body.count)
+        let offset = min(max(0, response.bodyOffset), response.body.count)
+        let length = response.declaredLength ?? .some(response.body.count - offset)
         var head = ""
         for code in response.interim {
             head += "HTTP/1.1 \(code) \(Self.reason(code))\r\n"
@@ -327,10 +370,14 @@ public final class TestHTTPServer: Sendable {
             recordClientClose(path)
             return false
         }
-        let limit = min(response.cutAfter ?? Int.max, response.body.count)
-        var sent = 0
+        // `sent` counts from the body's first byte; a range starts at `offset`.
+        let limit = offset + min(response.cutAfter ?? Int.max, response.body.count - offset)
+        var sent = offset
         var file: FileHandle?
-        if case .file(let filePath) = response.body { file = FileHandle(forReadingAtPath: filePath) }
+        if case .file(let filePath) = response.body {
+            file = FileHandle(forReadingAtPath: filePath)
+            try? file?.seek(toOffset: UInt64(offset))
+        }
         defer { try? file?.close() }
         while sent < limit {
             if isStopped { return false }
@@ -349,6 +396,7 @@ public final class TestHTTPServer: Sendable {
                 recordClientClose(path)
                 return false
             }
+            state.withLock { $0.bodyBytesSent[path, default: 0] += bytes.count }
             sent += bytes.count
             if response.chunkDelay > 0, sent < limit, !sleep(response.chunkDelay, fd: fd) {
                 recordClientClose(path)
@@ -399,6 +447,8 @@ public final class TestHTTPServer: Sendable {
         case 100: return "Continue"
         case 103: return "Early Hints"
         case 200: return "OK"
+        case 206: return "Partial Content"
+        case 416: return "Range Not Satisfiable"
         case 301: return "Moved Permanently"
         case 302: return "Found"
         case 304: return "Not Modified"

@@ -20,6 +20,8 @@ extension DiskCache {
         let lifetime = configuration.abandonedFileLifetime
         // What dead processes left (their private folders) goes at once.
         TemporaryDownloads.sweep(temporaryDirectory)
+        // Bodies of cut downloads kept for resuming (`tmp/partial/`): stale ones go, the rest stay within bounds.
+        PartialDownloads.inDiskCache(self).trim()
         for name in Self.list(temporaryDirectory) {
             let path = temporaryDirectory + "/" + name
             if let info = Self.stat(path), now - info.modified >= lifetime { unlink(path) }

@@ -95,9 +95,9 @@ extension PipelineEngine {
                     try await httpLoader.download(
                         source, key: policy.key, headers: policy.headers,
                         modifier: requestModifier,
-                        progress: { [weak self] completed, total in
+                        progress: { [weak self] completed, total, file in
                             self?.lock.perform { effects in
-                                unit.reportProgress(completed: completed, total: total, &effects)
+                                unit.reportProgress(completed: completed, total: total, file: file, &effects)
                             }
                         },
                         cache: policy.writes ? dataCache : nil,

@@ -18,8 +18,8 @@ extension PipelineEngine {
                     next(value, unit, &effects)
                 case .failure(let error):
                     unit.complete(with: .failure(error), &effects)
-                case .progress(let completed, let total):
-                    unit.reportProgress(completed: completed, total: total, &effects)
+                case .progress(let completed, let total, let file):
+                    unit.reportProgress(completed: completed, total: total, file: file, &effects)
                 }
             }
         }

@@ -46,6 +46,8 @@ final class PipelineEngine: @unchecked Sendable {
     let resizesFromLargerCachedImages: Bool
     /// `Configuration.decodeTimeLimit`.
     let decodeTimeLimit: Duration?
+    /// `Configuration.previewInterval`.
+    let previewInterval: Duration
     /// Whether the configured loader is a `DataLoader`, whose local sources
     /// the engine reads on the I/O lane instead of the network lane.
     let readsLocalSources: Bool
@@ -93,6 +95,7 @@ final class PipelineEngine: @unchecked Sendable {
         processedImageFormat = configuration.processedImageFormat
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
         decodeTimeLimit = configuration.decodeTimeLimit
+        previewInterval = configuration.previewInterval
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)
         ioPool = PriorityThreadPool(name: "vipsload-io", maxThreads: 2)
         loadLane = WorkQueue(maxConcurrent: configuration.loadLimit)

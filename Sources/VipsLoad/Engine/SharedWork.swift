@@ -25,9 +25,11 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         case value(Value)
         /// The work failed (or its source did).
         case failure(VipsError)
-        /// Bytes of the source received so far, and the total when known:
-        /// forwarded from a download to every unit and task waiting for it.
-        case progress(completed: Int, total: Int?)
+        /// Bytes of the source received so far, the total when known, and
+        /// the file whose first `completed` bytes they are (nil when the
+        /// loader names none): forwarded from a download to every unit and
+        /// task waiting for it (a task asking for previews decodes them from it).
+        case progress(completed: Int, total: Int?, file: String?)
     }
 
     typealias Handler = @Sendable (Event) -> Void
@@ -173,13 +175,13 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
 
     /// Tells every subscriber (as effects) how far the unit's download has
     /// come; ignored once the unit has a result or has ended.
-    func reportProgress(completed: Int, total: Int?, _ effects: inout Effects) {
+    func reportProgress(completed: Int, total: Int?, file: String?, _ effects: inout Effects) {
         switch phase {
         case .pending, .running: break
         case .published, .ended: return
         }
         for handler in subscribers.map(\.subscriber.handler) {
-            effects.add { handler(.progress(completed: completed, total: total)) }
+            effects.add { handler(.progress(completed: completed, total: total, file: file)) }
         }
     }
 

@@ -149,6 +149,9 @@ public final class HTTPDataLoader: ImageDataLoading {
         while true {
             do {
                 return try await attempt(request, key: key, progress: progress, cache: cache, revalidating: stale)
+            } catch let failure as HTTPTransfer.Failure where failure.startsOver {
+                // A 416 to a resumed request: the kept partial is gone; the body is asked for whole.
+                continue
             } catch let failure as HTTPTransfer.Failure {
                 guard failure.isTransient,
                     let delay = configuration.retryPolicy.delay(
@@ -193,8 +196,20 @@ public final class HTTPDataLoader: ImageDataLoading {
             requestTimeout: configuration.requestTimeout,
             resourceTimeout: configuration.resourceTimeout, addressPolicy: configuration.addressPolicy)
         let directory = configuration.temporaryDirectory.path
+        // A body cut short is kept where the next attempt finds it: a disk
+        // cache's temporary area (for later processes too), else this process's download folder.
+        let store =
+            (cache as? DiskCache).map(PartialDownloads.inDiskCache) ?? PartialDownloads.inProcessFolder(of: directory)
+        // A revalidation asks about the stored entry, never for a range of a newer body.
+        let partial = stale == nil ? store?.partial(for: key) : nil
+        if let partial {
+            request.setValue("bytes=\(partial.record.byteCount)-", forHTTPHeaderField: "Range")
+            request.setValue(partial.record.ifRange, forHTTPHeaderField: "If-Range")
+            counters.withLock { $0.resumedRequests += 1 }
+        }
         let transfer = HTTPTransfer(
             request: request, conditional: stale != nil, limits: limits, progress: progress,
+            resumption: store.map { HTTPTransfer.Resumption(store: $0, key: key, partial: partial) },
             makeSink: { response, receivedAt throws(VipsError) in
                 try Self.makeSink(
                     response, receivedAt: receivedAt, cache: cache, key: key, temporaryDirectory: directory)

@@ -18,6 +18,9 @@ public struct HTTPLoaderMetrics: Sendable, Hashable {
     public var staleServedOnError = 0
     /// Loads that ended in an error (each shared load counted once).
     public var failures = 0
+    /// Requests that asked for the rest of a body cut short earlier
+    /// (`Range` with `If-Range`, from a kept partial body).
+    public var resumedRequests = 0
 
     /// All counters at zero.
     public init() {}

@@ -58,6 +58,18 @@ final class HTTPTransfer: Sendable {
         /// Whether the attempt ended before any request was sent (the address
         /// policy refused the first connection).
         var sentNothing = false
+        /// Whether the server refused the range asked for (`416`): the kept
+        /// partial is gone, and the load starts over at once, with no retry counted.
+        var startsOver = false
+    }
+
+    /// How an attempt takes part in resuming: where a body cut short is kept,
+    /// under which key, and the kept partial this attempt continues, if any
+    /// (its request then carries `Range: bytes=N-` and `If-Range`).
+    struct Resumption: Sendable {
+        let store: PartialDownloads
+        let key: String
+        let partial: PartialDownloads.Partial?
     }
 
     struct Limits: Sendable {
@@ -77,10 +89,12 @@ final class HTTPTransfer: Sendable {
     }
 
     typealias SinkFactory = @Sendable (HTTPResponseHead, Date) throws(VipsError) -> Sink
-    /// Told the body bytes received so far and the body's length when the
+    /// Told the body bytes received so far, the body's length when the
     /// response declares it (nil for a chunked or close-delimited body, or a
-    /// content coding); called on the transport's thread, under no lock.
-    typealias Progress = @Sendable (_ completed: Int, _ total: Int?) -> Void
+    /// content coding), and the file the body is written to, whose first
+    /// `completed` bytes are the body so far (readable while the transfer
+    /// runs; gone once it ends); called on the transport's thread, under no lock.
+    typealias Progress = @Sendable (_ completed: Int, _ total: Int?, _ file: String) -> Void
 
     /// The redirect statuses followed (RFC 9110 §15.4); other 3xx are answers.
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
@@ -106,6 +120,11 @@ final class HTTPTransfer: Sendable {
         var dropped = 0
         /// The last interim (1xx) status of the hop, for messages.
         var interim: Int?
+        /// The whole body's length when known: the declared length, or a 206's total.
+        var expected: Int?
+        /// The `If-Range` value and total when the response allows resuming
+        /// its body (`PartialDownloads.resumability`).
+        var resumable: (ifRange: String, total: Int)?
     }
 
     private let conditional: Bool
@@ -113,15 +132,17 @@ final class HTTPTransfer: Sendable {
     let limits: Limits
     private let makeSink: SinkFactory
     private let progress: Progress?
+    private let resumption: Resumption?
     private let state: LockedState<State>
     /// The URL in messages, without its credentials.
     private let label: String
 
     init(
         request: URLRequest, conditional: Bool, limits: Limits, progress: Progress? = nil,
-        makeSink: @escaping SinkFactory
+        resumption: Resumption? = nil, makeSink: @escaping SinkFactory
     ) {
         self.progress = progress
+        self.resumption = resumption
         state = LockedState(State(request: request))
         label = request.url.map(URLRedaction.redacted) ?? "request"
         self.conditional = conditional
@@ -190,7 +211,35 @@ final class HTTPTransfer: Sendable {
         }
         var failure: Failure?
         var sink: Sink?
-        if !(200..<300).contains(status) || status == 206 {
+        var resumed: (partial: PartialDownloads.Partial, total: Int)?
+        let partial = resumption?.partial
+        if partial != nil, let resumption, status != 206 {
+            // 200: the validator changed (or Range was ignored): the body starts over.
+            // 416 and anything else: the kept bytes are of no use.
+            resumption.store.remove(resumption.key)
+            if status == 416 {
+                finish(
+                    .failure(
+                        Failure(
+                            error: VipsError(
+                                .httpStatus, "HTTP 416 for \(label): the range of the kept partial body was refused",
+                                httpStatus: 416),
+                            isTransient: false, startsOver: true)))
+                return false
+            }
+        }
+        if status == 206 {
+            switch check206(head, resuming: partial) {
+            case .success(let total):
+                if let partial { resumed = (partial, total) }
+            case .failure(let error):
+                if let resumption { resumption.store.remove(resumption.key) }
+                failure = Failure(error: error, isTransient: false)
+            }
+        }
+        if failure != nil {
+            // Decided by the range check.
+        } else if !(200..<300).contains(status) {
             let retryAfter = head.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
             let detail =
                 (300..<400).contains(status) && head.values(of: "Location").isEmpty ? " without a Location" : ""
@@ -199,29 +248,52 @@ final class HTTPTransfer: Sendable {
                 isTransient: HTTPRetryPolicy.isTransient(status: status), retryAfter: retryAfter)
         } else if let problem = Self.contentLengthProblem(head) {
             failure = Failure(error: VipsError(.protocolError, problem, source: label), isTransient: false)
-        } else if head.expectedContentLength > Int64(limits.maxBodyBytes) {
+        } else if max(head.expectedContentLength, Int64(resumed?.total ?? 0)) > Int64(limits.maxBodyBytes) {
+            let length = max(head.expectedContentLength, Int64(resumed?.total ?? 0))
             failure = Failure(
                 error: VipsError(
                     .tooLarge,
-                    "Content-Length \(head.expectedContentLength) exceeds the limit of \(limits.maxBodyBytes) bytes",
+                    "Content-Length \(length) exceeds the limit of \(limits.maxBodyBytes) bytes",
                     source: label
                 ),
                 isTransient: false)
         } else {
             do throws(VipsError) {
-                sink = try makeSink(head, Date())
+                let made = try makeSink(head, Date())
+                sink = made
+                if let resumed {
+                    // The kept bytes start the new body; the rest follows as it arrives.
+                    do throws(VipsError) {
+                        try resumed.partial.copy(to: made.file)
+                    } catch {
+                        made.file.discard()
+                        throw error
+                    }
+                    resumption?.store.remove(resumed.partial.record.key)
+                }
             } catch {
-                failure = Failure(error: about(error), isTransient: false)
+                if resumed != nil, let resumption { resumption.store.remove(resumption.key) }
+                failure = Failure(error: about(error), isTransient: resumed != nil)
             }
         }
         if let failure {
             finish(.failure(failure))
             return false
         }
+        let expected: Int?
+        if let resumed {
+            expected = head.progressTotal == nil ? nil : resumed.total
+        } else {
+            expected = head.progressTotal
+        }
+        let resumable = PartialDownloads.resumability(of: head, total206: resumed?.total)
         let accepted = state.withLock { state -> Bool in
             guard !state.finished else { return false }
             state.response = head
             state.sink = sink
+            state.received = resumed?.partial.record.byteCount ?? 0
+            state.expected = expected
+            state.resumable = resumable
             return true
         }
         if !accepted { sink?.file.discard() }
@@ -234,7 +306,7 @@ final class HTTPTransfer: Sendable {
         enum Target {
             case stop
             case drop(keepGoing: Bool)
-            case write(Sink, total: Int, response: HTTPResponseHead?)
+            case write(Sink, total: Int, expected: Int?)
         }
         let target = state.withLock { state -> Target in
             guard !state.finished else { return .stop }
@@ -244,16 +316,17 @@ final class HTTPTransfer: Sendable {
             }
             guard let sink = state.sink else { return .stop }
             state.received += bytes.count
-            return .write(sink, total: state.received, response: state.response)
+            return .write(sink, total: state.received, expected: state.expected)
         }
         let sink: Sink
         let total: Int
-        let response: HTTPResponseHead?
+        let expected: Int?
         switch target {
         case .stop: return false
         case .drop(let keepGoing): return keepGoing
-        case .write(let current, let received, let head): (sink, total, response) = (current, received, head)
+        case .write(let current, let received, let length): (sink, total, expected) = (current, received, length)
         }
+        var written = sink.file.path
         if total > limits.maxBodyBytes {
             finish(
                 .failure(
@@ -279,12 +352,13 @@ final class HTTPTransfer: Sendable {
                     moved.file.discard()
                     return false
                 }
+                written = moved.file.path
             } catch {
                 finish(.failure(Failure(error: about(error), isTransient: false)))
                 return false
             }
         }
-        progress?(total, response?.progressTotal)
+        progress?(total, expected, written)
         return true
     }
 
@@ -292,10 +366,11 @@ final class HTTPTransfer: Sendable {
     /// hop when the response was a redirect that is followed; otherwise the
     /// attempt has its outcome.
     func complete(_ fault: HTTPTransport.Fault?) -> Hop? {
-        let (finished, redirect, response, sink, received, interim, url, redirects) = state.withLock { state in
+        let (finished, redirect, response, sink, received, interim, url, redirects, expected) = state.withLock {
+            state in
             let taken = (
                 state.finished, state.redirect, state.response, state.sink, state.received, state.interim,
-                state.request.url, state.redirects
+                state.request.url, state.redirects, state.expected
             )
             if let next = state.redirect, !state.finished {
                 state.request = next
@@ -328,13 +403,12 @@ final class HTTPTransfer: Sendable {
                         isTransient: true)))
             return nil
         }
-        let expected = response.expectedContentLength
         // With a content coding the declared length is the encoded one; libcurl checks it then.
-        if let total = response.progressTotal, total != received {
+        if let total = expected, total != received {
             finish(
                 .failure(
                     Failure(
-                        error: VipsError(.incompleteBody, "received \(received) of \(expected) bytes", source: label),
+                        error: VipsError(.incompleteBody, "received \(received) of \(total) bytes", source: label),
                         isTransient: true)))
             return nil
         }
@@ -532,16 +606,24 @@ final class HTTPTransfer: Sendable {
     /// the partial file. Returns whether this was the first.
     @discardableResult
     private func finish(_ result: Result<Outcome, any Error>) -> Bool {
-        let (first, continuation, sink) = state.withLock {
-            state -> (Bool, CheckedContinuation<Void, Never>?, Sink?) in
-            guard !state.finished else { return (false, nil, nil) }
+        let (first, continuation, sink, resumable) = state.withLock {
+            state -> (Bool, CheckedContinuation<Void, Never>?, Sink?, (ifRange: String, total: Int)?) in
+            guard !state.finished else { return (false, nil, nil, nil) }
             state.finished = true
             defer { state.continuation = nil }
             state.result = result
-            return (true, state.continuation, state.sink)
+            return (true, state.continuation, state.sink, state.redirect == nil ? state.resumable : nil)
         }
         guard first else { return false }
-        if case .failure = result { sink?.file.discard() }
+        if case .failure(let error) = result {
+            // A body cut by a transient failure is kept for the next attempt, before the caller hears of it.
+            if let failure = error as? Failure, failure.isTransient, let resumable, let resumption, let sink {
+                resumption.store.keep(
+                    sink.file, byteCount: sink.file.byteCount, key: resumption.key, ifRange: resumable.ifRange,
+                    total: resumable.total)
+            }
+            sink?.file.discard()
+        }
         continuation?.resume()
         return true
     }
@@ -551,6 +633,45 @@ final class HTTPTransfer: Sendable {
     /// are addressed to the URL instead; the file is gone once the error is seen).
     private func about(_ error: VipsError) -> VipsError {
         error.about(label)
+    }
+
+    /// Whether a 206 continues the kept partial `resuming`: its total, or the
+    /// `protocolError` it is. A 206 is an answer only to a request that asked
+    /// for a range, and must cover exactly the rest of the body: from the
+    /// kept byte count to the last byte of the total recorded with it.
+    private func check206(
+        _ head: HTTPResponseHead, resuming partial: PartialDownloads.Partial?
+    ) -> Result<Int, VipsError> {
+        guard let partial else {
+            return .failure(VipsError(.protocolError, "HTTP 206 for \(label), which asked for no range", source: label))
+        }
+        // Ranges count the bytes as sent: a coded 206 cannot be appended to the kept (decoded) ones.
+        if let coding = head.value(forHTTPHeaderField: "Content-Encoding"), coding.lowercased() != "identity" {
+            return .failure(
+                VipsError(.protocolError, "HTTP 206 with Content-Encoding \(coding) for a range", source: label))
+        }
+        let field = head.value(forHTTPHeaderField: "Content-Range")
+        let record = partial.record
+        guard let range = PartialDownloads.contentRange(field) else {
+            return .failure(
+                VipsError(
+                    .protocolError, "HTTP 206 with an unusable Content-Range \"\(field ?? "")\"", source: label))
+        }
+        guard range.first == record.byteCount, range.total == record.total, range.last == record.total - 1 else {
+            return .failure(
+                VipsError(
+                    .protocolError,
+                    "HTTP 206 with Content-Range \"\(field ?? "")\" for a request of bytes \(record.byteCount)- of \(record.total)",
+                    source: label))
+        }
+        let length = head.expectedContentLength
+        if length >= 0, length != Int64(record.total - record.byteCount) {
+            return .failure(
+                VipsError(
+                    .protocolError, "HTTP 206 whose Content-Length \(length) disagrees with its Content-Range",
+                    source: label))
+        }
+        return .success(record.total)
     }
 
     /// Why the `Content-Length` of `response` cannot be trusted, or nil when

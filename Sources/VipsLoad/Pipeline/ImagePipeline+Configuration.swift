@@ -99,6 +99,11 @@ extension ImagePipeline {
         /// (the opt-in ones) belong in another process. An animation's decode
         /// is stopped the same way, but its caller waits for the thread.
         public private(set) var decodeTimeLimit: Duration? = .seconds(30)
+        /// The shortest time between two previews of one task, for requests
+        /// with `ImageRequest.Options.progressivePreviews`: a scan completing
+        /// sooner waits for the next bytes after the interval. Default 0.5 s
+        /// (Nuke's default too). Zero previews every scan that completes.
+        public var previewInterval: Duration = .milliseconds(500)
 
         /// Sets `decodeTimeLimit`: a positive duration, or nil for no limit.
         ///

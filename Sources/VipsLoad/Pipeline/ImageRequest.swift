@@ -126,6 +126,20 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         public static let disableDataCacheWrites = Options(rawValue: 1 << 7)
         /// Neither read nor write the data cache.
         public static let disableDataCache: Options = [.disableDataCacheReads, .disableDataCacheWrites]
+        /// Show previews while a progressive JPEG downloads: as its scans
+        /// complete, the scans so far are decoded at the request's size and
+        /// through its processors, at most once per
+        /// `ImagePipeline.Configuration.previewInterval`, and reach
+        /// `ImageTask.events` (and `ImageSlot`) as `.preview`. Off by default,
+        /// as in Nuke: a preview costs a decode. Baseline JPEGs (one scan,
+        /// rows top to bottom: a preview would be a partly grey image, which
+        /// Nuke does not show by default either) and other formats get none;
+        /// interlaced PNGs too, since their passes end inside the zlib stream
+        /// (finding one means inflating all that arrived, every time) and the
+        /// PNG decoders here decode an interlaced image whole. Previews are
+        /// decoded on the decode lane at `.veryLow` priority, behind final
+        /// decodes, and never cached. Not part of the cache key.
+        public static let progressivePreviews = Options(rawValue: 1 << 8)
 
         /// The switches that change how the data is loaded: requests that
         /// differ in them never share a load or a decode.

@@ -24,6 +24,10 @@ public final class ImageSlot {
         /// A load began and missed the memory cache: the placeholder (nil when
         /// none is set) is shown until the image arrives.
         case placeholder(Bitmap?, ImageRequest)
+        /// A preview of the request's image while it downloads (only for a
+        /// request with `ImageRequest.Options.progressivePreviews`): shown in
+        /// place of the placeholder, never after the image or a failure.
+        case preview(Bitmap, ImageRequest)
         /// The request's image. `fromMemoryCache` is true for a synchronous hit.
         case image(Bitmap, ImageRequest, fromMemoryCache: Bool)
         /// The request failed (a request the slot moved on from is never reported).
@@ -81,11 +85,32 @@ public final class ImageSlot {
             task = newTask
             bitmap = placeholder
             // Inherits `isolation`, so the result is handled on the slot's actor.
-            Task { [weak self] in
-                _ = isolation
-                let result: Result<Bitmap, VipsError>
-                do throws(VipsError) { result = .success(try await newTask.image) } catch { result = .failure(error) }
-                self?.finish(result, request: request, generation: generation)
+            if request.options.contains(.progressivePreviews) {
+                // The task's events bring the previews, then the outcome (never a preview after it).
+                let events = newTask.events
+                Task { [weak self] in
+                    _ = isolation
+                    var result = Result<Bitmap, VipsError>.failure(.cancelled(request.source.description))
+                    for await event in events {
+                        switch event {
+                        case .preview(let preview): self?.showPreview(preview, request: request, generation: generation)
+                        case .finished(let outcome): result = outcome
+                        case .progress, .cacheHit: break
+                        }
+                    }
+                    self?.finish(result, request: request, generation: generation)
+                }
+            } else {
+                Task { [weak self] in
+                    _ = isolation
+                    let result: Result<Bitmap, VipsError>
+                    do throws(VipsError) {
+                        result = .success(try await newTask.image)
+                    } catch {
+                        result = .failure(error)
+                    }
+                    self?.finish(result, request: request, generation: generation)
+                }
             }
             onEvent?(.placeholder(placeholder, request))
         }
@@ -94,6 +119,12 @@ public final class ImageSlot {
     /// Cancels the current load and clears the slot.
     public func reset(isolation: isolated (any Actor)? = #isolation) {
         load(nil)
+    }
+
+    private func showPreview(_ preview: Bitmap, request: ImageRequest, generation: Int) {
+        guard generation == self.generation else { return }
+        bitmap = preview
+        onEvent?(.preview(preview, request))
     }
 
     private func finish(_ result: Result<Bitmap, VipsError>, request: ImageRequest, generation: Int) {

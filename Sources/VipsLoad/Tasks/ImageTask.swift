@@ -34,9 +34,23 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         var origin: ImageResponse.Origin?
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamID = 0
+        /// The pixels of the largest preview shown: a smaller one is never shown after it.
+        var previewPixels = 0
+        /// Previews and the final events waiting to reach the streams, in
+        /// decision order, and whether a thread is yielding them now.
+        var streamOutbox: [StreamDelivery] = []
+        var drainingStreams = false
+    }
+
+    /// What reaches the streams in order: a preview cannot overtake the final events.
+    private enum StreamDelivery {
+        case preview(Bitmap, [AsyncStream<Event>.Continuation])
+        case final(Outcome, CacheHit?, [AsyncStream<Event>.Continuation])
     }
 
     private let engine: PipelineEngine?
+    /// Decides and decodes this task's previews, when its request asks for them.
+    private let previews: PreviewFeed?
     private let scale: Double
     private let shared: LockedState<Shared>
     /// The task's place in its decode unit. Guarded by the engine lock.
@@ -45,6 +59,9 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     init(request: ImageRequest, engine: PipelineEngine?) {
         self.request = request
         self.engine = engine
+        previews =
+            request.options.contains(.progressivePreviews)
+            ? engine.map { PreviewFeed(engine: $0, request: request) } : nil
         scale = request.scale
         shared = LockedState(Shared(priority: request.priority), rank: .task)
     }
@@ -97,7 +114,7 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         guard let taken = settle(.failure(.cancelled(request.source.description))) else { return }
         engine?.detach(self)
         engine?.metrics.cancelled.add(1, ordering: .relaxed)
-        Self.deliver(.failure(.cancelled(request.source.description)), to: taken)
+        deliver(.failure(.cancelled(request.source.description)), to: taken)
     }
 
     /// The decoded bitmap. Cancelling the awaiting Swift task cancels this task.
@@ -139,8 +156,9 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
             outcome = .success(response.bitmap.tagged(scale))
             origin = response.origin
         case .failure(let error): outcome = .failure(error)
-        case .progress(let completed, let total):
+        case .progress(let completed, let total, let file):
             reportProgress(Progress(completed: completed, total: total))
+            if let previews, let file { previews.offer(file, completed: completed, for: self) }
             return
         }
         guard let taken = settle(outcome, origin: origin) else { return }
@@ -152,7 +170,7 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
                 engine?.metrics.failed.add(1, ordering: .relaxed)
             }
         }
-        Self.deliver(outcome, to: taken)
+        deliver(outcome, to: taken)
     }
 
     /// Where the task's result came from; nil until it completes with one.
@@ -185,9 +203,26 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         if let outcome { body(outcome) }
     }
 
+    /// Shows a preview on the task's streams, unless the task has its
+    /// outcome already or showed a larger preview before. The preview's
+    /// events and the final ones go out in the order they were decided.
+    func deliverPreview(_ bitmap: Bitmap) {
+        let batch = shared.withLock { shared -> [StreamDelivery]? in
+            let pixels = bitmap.width * bitmap.height
+            guard shared.outcome == nil, pixels >= shared.previewPixels, !shared.streams.isEmpty else { return nil }
+            shared.previewPixels = pixels
+            shared.streamOutbox.append(.preview(bitmap, Array(shared.streams.values)))
+            return Self.takeStreamOutbox(&shared)
+        }
+        if let batch { drainStreams(batch) }
+    }
+
+    /// Whether the task still waits for its outcome and is not cancelled.
+    var isRunning: Bool { shared.withLock { $0.outcome == nil } }
+
     private typealias Taken = (
         waiters: [CheckedContinuation<Outcome, Never>], observers: [@Sendable (Outcome) -> Void],
-        streams: [AsyncStream<Event>.Continuation], cacheHit: CacheHit?
+        streams: [StreamDelivery]?
     )
 
     /// Records the outcome once and takes whoever waits for it. A result
@@ -206,25 +241,64 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
                 }
             }
             defer { shared.waiters = []; shared.observers = []; shared.streams = [:] }
-            return (shared.waiters, shared.observers, Array(shared.streams.values), shared.cacheHit)
+            if !shared.streams.isEmpty {
+                shared.streamOutbox.append(.final(outcome, shared.cacheHit, Array(shared.streams.values)))
+            }
+            return (shared.waiters, shared.observers, Self.takeStreamOutbox(&shared))
         }
     }
 
     /// Resumes outside every lock: a resumed caller may at once call back into the pipeline.
-    private static func deliver(_ outcome: Outcome, to taken: Taken) {
+    private func deliver(_ outcome: Outcome, to taken: Taken) {
         for waiter in taken.waiters { waiter.resume(returning: outcome) }
         for observer in taken.observers { observer(outcome) }
-        for stream in taken.streams {
-            if let hit = taken.cacheHit { stream.yield(.cacheHit(hit)) }
-            stream.yield(.finished(outcome))
-            stream.finish()
+        if let streams = taken.streams { drainStreams(streams) }
+    }
+
+    /// The stream outbox, when no other thread is yielding it (this one then does).
+    private static func takeStreamOutbox(_ shared: inout Shared) -> [StreamDelivery]? {
+        guard !shared.drainingStreams, !shared.streamOutbox.isEmpty else { return nil }
+        shared.drainingStreams = true
+        defer { shared.streamOutbox = [] }
+        return shared.streamOutbox
+    }
+
+    /// Yields `first` and whatever is queued meanwhile, in order, under no lock.
+    private func drainStreams(_ first: [StreamDelivery]) {
+        var batch = first
+        while true {
+            for delivery in batch {
+                switch delivery {
+                case .preview(let bitmap, let streams):
+                    for stream in streams { stream.yield(.preview(bitmap)) }
+                case .final(let outcome, let hit, let streams):
+                    for stream in streams {
+                        if let hit { stream.yield(.cacheHit(hit)) }
+                        stream.yield(.finished(outcome))
+                        stream.finish()
+                    }
+                }
+            }
+            let more = shared.withLock { shared -> [StreamDelivery]? in
+                guard !shared.streamOutbox.isEmpty else {
+                    shared.drainingStreams = false
+                    return nil
+                }
+                defer { shared.streamOutbox = [] }
+                return shared.streamOutbox
+            }
+            guard let more else { return }
+            batch = more
         }
     }
 
     // MARK: - Events
 
     /// The task's events: `progress` while its download's body streams (every
-    /// task sharing a download sees it), then `cacheHit` when the result came
+    /// task sharing a download sees it), `preview` bitmaps meanwhile when the
+    /// request asks for them (`ImageRequest.Options.progressivePreviews`;
+    /// never after `finished`, never smaller than an earlier one; a stream
+    /// made later does not get the previews shown before), then `cacheHit` when the result came
     /// from the memory or data cache, then `finished` with the outcome, after
     /// which the sequence ends. Each access is a new sequence; one made while
     /// the task runs starts with the latest progress, one made after it

@@ -4,6 +4,12 @@ extension ImageTask {
         /// Body bytes of the task's download received so far, and the body's
         /// length when the response declares it (nil for a chunked body).
         case progress(completed: Int, total: Int?)
+        /// A preview of the image while its download streams, decoded from
+        /// the scans received so far of a progressive JPEG, at the request's
+        /// size and through its processors like the final image; only for a
+        /// request with `ImageRequest.Options.progressivePreviews`. Never
+        /// after `finished`, never smaller than an earlier preview, never cached.
+        case preview(Bitmap)
         /// The result was served from a cache instead of being loaded.
         case cacheHit(CacheHit)
         /// The task completed with this outcome; the last event.

@@ -180,6 +180,7 @@ final class PipelineReentrancyTests: XCTestCase {
                 case .placeholder(_, let request): log.append("\(name) placeholder \(file(request))")
                 case .image(_, let request, _): log.append("\(name) image \(file(request))")
                 case .failure(let error, let request): log.append("\(name) failure \(error.kind) \(file(request))")
+                case .preview(_, let request): log.append("\(name) preview \(file(request))")
                 }
                 reaction?(event)
             }

@@ -37,7 +37,7 @@ final class SharedWorkTests: XCTestCase {
                 switch event {
                 case .value(let value): record.add("\(name) value \(value)")
                 case .failure(let error): record.add("\(name) \(error.kind)")
-                case .progress(let completed, _): record.add("\(name) progress \(completed)")
+                case .progress(let completed, _, _): record.add("\(name) progress \(completed)")
                 }
             }
         }
@@ -184,7 +184,7 @@ final class SharedWorkTests: XCTestCase {
         lock.perform { effects in only.cancel(&effects) }
         XCTAssertEqual(lock.perform { _ in unit.subscriberCount }, 0)
         lock.perform { effects in
-            unit.reportProgress(completed: 10, total: nil, &effects)
+            unit.reportProgress(completed: 10, total: nil, file: nil, &effects)
             unit.complete(with: .success(5), &effects)
         }
         XCTAssertEqual(record.all, [])
@@ -196,12 +196,12 @@ final class SharedWorkTests: XCTestCase {
         let kept = makeUnit(retainsValue: true)
         let record = Record()
         let holder = subscribe(kept, "holder", record)
-        lock.perform { effects in kept.reportProgress(completed: 4, total: 8, &effects) }
+        lock.perform { effects in kept.reportProgress(completed: 4, total: 8, file: nil, &effects) }
         lock.perform { effects in kept.complete(with: .success(9), &effects) }
         _ = subscribe(kept, "late", record)
         XCTAssertEqual(record.all, ["holder progress 4", "holder value 9", "late value 9"])
         XCTAssertTrue(lock.perform { _ in kept.isLive }, "kept while subscribers hold it")
-        lock.perform { effects in kept.reportProgress(completed: 8, total: 8, &effects) }
+        lock.perform { effects in kept.reportProgress(completed: 8, total: 8, file: nil, &effects) }
         XCTAssertEqual(record.all.count, 3, "no progress after the result")
         lock.perform { effects in holder.cancel(&effects) }
 

@@ -18,7 +18,7 @@ final class NetworkTransportTests: NetworkTestCase {
         let steps = LockedState((last: 0, largest: 0, calls: 0))
         let data = try await loader.download(
             .url(server.url("/big.jpg")), key: "big",
-            progress: { completed, _ in
+            progress: { completed, _, _ in
                 steps.withLock { state in
                     state.largest = max(state.largest, completed - state.last)
                     state.last = completed
@@ -45,7 +45,7 @@ final class NetworkTransportTests: NetworkTestCase {
         let loader = makeLoader { $0.maxConcurrentDownloads = count }
         // Every body byte is written from the write callback: the progress report comes from there.
         let threads = LockedState<Set<String>>([])
-        let progress: HTTPTransfer.Progress = { _, _ in
+        let progress: HTTPTransfer.Progress = { _, _, _ in
             let thread = Self.currentThread()
             threads.withLock { _ = $0.insert("\(thread.task) \(thread.name)") }
         }
@@ -80,7 +80,7 @@ final class NetworkTransportTests: NetworkTestCase {
         let url = server.url("/slow.jpg")
         let task = Task {
             try await loader.download(
-                .url(url), key: "slow", progress: { completed, _ in received.withLock { $0 = completed } },
+                .url(url), key: "slow", progress: { completed, _, _ in received.withLock { $0 = completed } },
                 cache: nil, revalidating: nil)
         }
         XCTAssertTrue(server.wait { _ in received.withLock { $0 } > 256 * 1024 }, "body bytes are arriving")
@@ -180,7 +180,7 @@ final class NetworkTransportTests: NetworkTestCase {
         let task = LockedState<String?>(nil)
         let data = try await loader?.download(
             .url(server.url("/photo.jpg")), key: "photo",
-            progress: { _, _ in task.withLock { $0 = Self.currentThread().task } }, cache: nil, revalidating: nil)
+            progress: { _, _, _ in task.withLock { $0 = Self.currentThread().task } }, cache: nil, revalidating: nil)
         let tid = try XCTUnwrap(task.withLock { $0 })
         XCTAssertTrue(FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)"), "the thread runs")
         loader = nil

@@ -21,6 +21,8 @@ final class SlotTests: XCTestCase {
                     log.append(
                         "image \(bitmap.width) \(request.source.key.split(separator: "/").last!)\(fromMemoryCache ? " memory" : "")"
                     )
+                case .preview(let bitmap, let request):
+                    log.append("preview \(bitmap.width) \(request.source.key.split(separator: "/").last!)")
                 case .failure(let error, let request):
                     log.append("failure \(error.kind.rawValue) \(request.source.key.split(separator: "/").last!)")
                 }
@@ -160,6 +162,8 @@ final class SlotTests: XCTestCase {
                         violations.append("slot \(index): wrong image for \(request)")
                     }
                     if fromMemoryCache { memoryDeliveries += 1 } else { decodedDeliveries += 1 }
+                case .preview(_, let request):
+                    if request != current[index] { violations.append("slot \(index): preview for a stale request") }
                 case .failure(let error, let request):
                     violations.append("slot \(index): \(request) failed: \(error)")
                 }
