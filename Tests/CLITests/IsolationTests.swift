@@ -18,23 +18,6 @@ final class IsolationTests: XCTestCase {
         return url.path
     }
 
-    /// The JSON object of each input, by input path, and the summary.
-    private func report(_ result: CLIHarness.Result) throws -> (inputs: [String: [String: Any]], summary: [String: Any])
-    {
-        var inputs: [String: [String: Any]] = [:]
-        var summary: [String: Any] = [:]
-        for line in result.stdoutLines {
-            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
-            if let input = object["input"] as? String {
-                XCTAssertNil(inputs[input], "\(input) reported once")
-                inputs[input] = object
-            } else {
-                summary = try XCTUnwrap(object["summary"] as? [String: Any], line)
-            }
-        }
-        return (inputs, summary)
-    }
-
     private func error(_ object: [String: Any]?) -> (kind: String, message: String)? {
         guard let error = object?["error"] as? [String: Any] else { return nil }
         return (error["kind"] as? String ?? "", error["message"] as? String ?? "")
@@ -52,7 +35,7 @@ final class IsolationTests: XCTestCase {
             ["thumb", "--isolate", "all", "-j", "1", "-s", "50", "--json", "-o", out.path] + paths,
             environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, summary) = try report(result)
+        let (inputs, summary) = try result.jsonReport()
         for (path, signal) in [(paths[1], "SIGSEGV"), (paths[3], "SIGABRT"), (paths[4], "SIGKILL")] {
             let failure = error(inputs[path])
             XCTAssertEqual(failure?.kind, "crashed", "\(path): \(result.stdout)")
@@ -88,7 +71,7 @@ final class IsolationTests: XCTestCase {
             ["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "--json", "-o", out.path, hang, next],
             environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         XCTAssertEqual(error(inputs[hang])?.kind, "timedOut", result.stdout)
         XCTAssertTrue(error(inputs[hang])?.message.contains("longer than 2 s") ?? false, result.stdout)
         XCTAssertEqual(
@@ -108,7 +91,7 @@ final class IsolationTests: XCTestCase {
                 "--json", "-o", out.path, balloon, next
             ], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         let failure = error(inputs[balloon])
         XCTAssertEqual(failure?.kind, "crashed", result.stdout)
         XCTAssertTrue(failure?.message.contains("capped at 512 MB") ?? false, failure?.message ?? "")
@@ -134,7 +117,7 @@ final class IsolationTests: XCTestCase {
         let result = try CLIHarness.run(
             ["thumb", "--allow", "svg", "--json", "-o", out.path, svg.path, png], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         XCTAssertEqual(error(inputs[svg.path])?.kind, "crashed", "SVG goes to a worker: \(result.stdout)")
         XCTAssertEqual(inputs[png]?["status"] as? String, "written", "PNG decodes in-process: \(result.stdout)")
 
@@ -282,7 +265,7 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(
             result.status == 0 || result.status == 1,
             "the parent exited normally, not \(result.status): \(result.stderr)")
-        let (inputs, summary) = try report(result)
+        let (inputs, summary) = try result.jsonReport()
         XCTAssertEqual(Set(inputs.keys), Set(paths), "every input reported")
         XCTAssertEqual(
             (summary["written"] as? Int ?? -1) + (summary["failed"] as? Int ?? -1), paths.count, result.stdout)
