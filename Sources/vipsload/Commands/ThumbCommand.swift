@@ -363,13 +363,14 @@ enum ThumbCommand {
         Terminal.err(advice)
     }
 
-    /// The worker's options: the decoder and geometry flags as given, and its memory cap.
+    /// The worker's options: the decoder and geometry flags as given, and its
+    /// memory cap (`--animated` and `--keep-metadata` travel in each request).
     private static func workerArguments(_ parsed: ArgumentParser.Parsed, workerMemory: Int) -> [String] {
         var arguments = ["--worker-memory", String(workerMemory)]
         for name in ["max-pixels", "allow", "size", "fit", "gravity", "background", "format"] {
             if let value = parsed.value(name) { arguments += ["--\(name)", value] }
         }
-        for name in ["strict", "keep-metadata", "animated"] where parsed.flag(name) { arguments.append("--\(name)") }
+        if parsed.flag("strict") { arguments.append("--strict") }
         return arguments
     }
 
@@ -444,7 +445,8 @@ enum ThumbCommand {
     private static func makeEngine(_ pipeline: ImagePipeline, _ options: Options, workers: WorkerPool?) -> ThumbEngine {
         let processing = options.settings.processing
         var engine = ThumbEngine(
-            pipeline: pipeline, animated: processing.animated, window: options.settings.jobs * 2 + 8
+            pipeline: pipeline, animated: processing.animated, keepsMetadata: processing.keepMetadata,
+            window: options.settings.jobs * 2 + 8
         ) { source in
             ImageRequest(
                 source: source, size: processing.size, mode: processing.mode,

@@ -23,6 +23,8 @@ struct ThumbEngine: Sendable {
     let request: @Sendable (ImageSource) -> ImageRequest
     /// Decode every frame of animated inputs (`--animated`).
     let animated: Bool
+    /// Keep the source's metadata (`--keep-metadata`; the requests say so too, for the pipeline).
+    let keepsMetadata: Bool
     /// Requests in flight at once.
     let window: Int
     /// Where inputs that must not be decoded in this process go: the worker
@@ -43,10 +45,12 @@ struct ThumbEngine: Sendable {
     private let encodeQueue = DispatchQueue(label: "vipsload-encode", qos: .userInitiated, attributes: .concurrent)
 
     init(
-        pipeline: ImagePipeline, animated: Bool, window: Int, request: @escaping @Sendable (ImageSource) -> ImageRequest
+        pipeline: ImagePipeline, animated: Bool, keepsMetadata: Bool, window: Int,
+        request: @escaping @Sendable (ImageSource) -> ImageRequest
     ) {
         self.pipeline = pipeline
         self.animated = animated
+        self.keepsMetadata = keepsMetadata
         self.request = request
         self.window = max(1, window)
     }
@@ -190,7 +194,8 @@ struct ThumbEngine: Sendable {
     private func decodeInWorker(path: String?, data: Data, name: String?) async -> Result<Output, VipsError> {
         guard let isolation else { return .failure(VipsError(.internal, "no decode workers")) }
         decodes.increment()
-        return await isolation.workers.decode(path: path, data: data, name: name)
+        return await isolation.workers.decode(
+            path: path, data: data, name: name, animated: animated, keepMetadata: keepsMetadata)
     }
 
     /// Decodes through the pipeline: every frame with `animated`, else the still image.
