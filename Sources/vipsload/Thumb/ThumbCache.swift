@@ -53,7 +53,8 @@ struct ThumbCache: Sendable {
     /// `http`; nil when the original carries no validator to tell a change by.
     func key(url: URL, original http: HTTPCacheMetadata?) -> String? {
         guard let http, http.etag != nil || http.lastModified != nil else { return nil }
-        return "thumb|url:" + url.absoluteString + "|etag=" + (http.etag ?? "") + "|modified="
+        // Credentials in the URL become their digest, as in the originals' keys: no secret reaches the disk.
+        return "thumb|url:" + URLRedaction.storageKey(url.absoluteString) + "|etag=" + (http.etag ?? "") + "|modified="
             + (http.lastModified ?? "") + "|" + variant
     }
 
