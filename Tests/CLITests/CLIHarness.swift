@@ -11,6 +11,22 @@ struct CLIHarness {
         /// Standard output as bytes (a thumbnail written with `--out -`).
         let stdoutData: Data
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+        /// `thumb --json`'s output: the JSON object of each input, by input path, and the summary.
+        func jsonReport() throws -> (inputs: [String: [String: Any]], summary: [String: Any]) {
+            var inputs: [String: [String: Any]] = [:]
+            var summary: [String: Any] = [:]
+            for line in stdoutLines {
+                let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+                if let input = object["input"] as? String {
+                    XCTAssertNil(inputs[input], "\(input) reported once")
+                    inputs[input] = object
+                } else {
+                    summary = try XCTUnwrap(object["summary"] as? [String: Any], line)
+                }
+            }
+            return (inputs, summary)
+        }
     }
 
     /// The `vipsload` binary next to the test executable in the build folder.

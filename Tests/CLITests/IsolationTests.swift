@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import VipsCore
 import VipsSynthesis
 import XCTest
@@ -18,23 +19,6 @@ final class IsolationTests: XCTestCase {
         return url.path
     }
 
-    /// The JSON object of each input, by input path, and the summary.
-    private func report(_ result: CLIHarness.Result) throws -> (inputs: [String: [String: Any]], summary: [String: Any])
-    {
-        var inputs: [String: [String: Any]] = [:]
-        var summary: [String: Any] = [:]
-        for line in result.stdoutLines {
-            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
-            if let input = object["input"] as? String {
-                XCTAssertNil(inputs[input], "\(input) reported once")
-                inputs[input] = object
-            } else {
-                summary = try XCTUnwrap(object["summary"] as? [String: Any], line)
-            }
-        }
-        return (inputs, summary)
-    }
-
     private func error(_ object: [String: Any]?) -> (kind: String, message: String)? {
         guard let error = object?["error"] as? [String: Any] else { return nil }
         return (error["kind"] as? String ?? "", error["message"] as? String ?? "")
@@ -52,7 +36,7 @@ final class IsolationTests: XCTestCase {
             ["thumb", "--isolate", "all", "-j", "1", "-s", "50", "--json", "-o", out.path] + paths,
             environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, summary) = try report(result)
+        let (inputs, summary) = try result.jsonReport()
         for (path, signal) in [(paths[1], "SIGSEGV"), (paths[3], "SIGABRT"), (paths[4], "SIGKILL")] {
             let failure = error(inputs[path])
             XCTAssertEqual(failure?.kind, "crashed", "\(path): \(result.stdout)")
@@ -79,6 +63,109 @@ final class IsolationTests: XCTestCase {
         }
     }
 
+    /// `--isolate all` takes URLs too: each is downloaded by the parent
+    /// (through the pipeline: disk cache, retries, one connection pool) and
+    /// its bytes decoded in a worker, so a download that crashes or hangs its
+    /// decoder, or is hostile, fails alone and the batch goes on.
+    func testDownloadsThatCrashOrHangTheirWorkerFailAloneAndTheBatchGoesOn() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let names = ["a.png", "b__crash-SIGSEGV__.png", "c__hang__.png", "d.png", "e__crash-SIGABRT__.png", "f.png"]
+        for (index, name) in names.enumerated() {
+            server.route(
+                "/\(name)",
+                .ok(
+                    try ImageSynthesizer.data(width: 200, height: 100, seed: index + 1, format: .png()),
+                    contentType: "image/png"))
+        }
+        // Hostile without any fault: a PNG signature and header, then junk.
+        let valid = try ImageSynthesizer.data(width: 200, height: 100, seed: 9, format: .png())
+        server.route(
+            "/hostile.png", .ok(valid.prefix(40) + Data(repeating: 0xA5, count: 4000), contentType: "image/png"))
+        let urls = (names + ["hostile.png"]).map { server.url("/\($0)").absoluteString }
+        let out = folder.appendingPathComponent("out")
+        let result = try CLIHarness.run(
+            ["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "-s", "50", "--json", "-o", out.path] + urls,
+            environment: faults)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let (inputs, summary) = try result.jsonReport()
+        XCTAssertEqual(error(inputs[urls[1]])?.kind, "crashed", result.stdout)
+        XCTAssertTrue(error(inputs[urls[1]])?.message.contains("killed by SIGSEGV") ?? false, result.stdout)
+        XCTAssertEqual(error(inputs[urls[4]])?.kind, "crashed", result.stdout)
+        XCTAssertEqual(error(inputs[urls[2]])?.kind, "timedOut", result.stdout)
+        let hostile = try XCTUnwrap(error(inputs[urls[6]]), result.stdout)
+        XCTAssertNotEqual(hostile.kind, "crashed", "the junk is refused by the decoder, in its worker")
+        XCTAssertTrue(
+            result.stderr.contains("vipsload thumb: \(urls[6]): \(hostile.kind): \(hostile.message)"),
+            "named by its URL, never its downloaded file: \(result.stderr)")
+        XCTAssertEqual(summary["written"] as? Int, 3, result.stdout)
+        XCTAssertEqual(summary["decoded"] as? Int, 7, "every download was decoded, in a worker")
+
+        // The isolated thumbnails are the ones made in-process from the same URLs.
+        let inProcess = folder.appendingPathComponent("in-process")
+        let kept = [urls[0], urls[3], urls[5]]
+        let plain = try CLIHarness.run(["thumb", "--isolate", "none", "-s", "50", "-o", inProcess.path] + kept)
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        for name in ["a.jpg", "d.jpg", "f.jpg"] {
+            XCTAssertEqual(
+                try Data(contentsOf: out.appendingPathComponent(name)),
+                try Data(contentsOf: inProcess.appendingPathComponent(name)), name)
+        }
+    }
+
+    /// Every worker message carries the protocol's version: a worker sent
+    /// one of another version (here an unversioned one, as before version 2)
+    /// answers with a typed error instead of guessing, and stays up.
+    func testAWorkerRefusesARequestOfAnotherProtocolVersion() throws {
+        let folder = try CLIHarness.temporaryFolder(for: self)
+        let png = try writePNG("a.png", in: folder)
+        let worker = Process()
+        worker.executableURL = CLIHarness.binary
+        worker.arguments = ["__decode-worker", "--size", "50"]
+        let requests = Pipe(), replies = Pipe()
+        worker.standardInput = requests
+        worker.standardOutput = replies
+        worker.standardError = FileHandle.nullDevice
+        try worker.run()
+        defer {
+            try? requests.fileHandleForWriting.close()
+            worker.waitUntilExit()
+        }
+        func frame(_ header: String) -> Data {
+            var bytes = Data()
+            withUnsafeBytes(of: UInt32(header.utf8.count).littleEndian) { bytes.append(contentsOf: $0) }
+            bytes.append(Data(header.utf8))
+            withUnsafeBytes(of: UInt64(0).littleEndian) { bytes.append(contentsOf: $0) }
+            return bytes
+        }
+        /// The next reply's header (its body read and dropped).
+        func reply() throws -> [String: Any] {
+            let reader = replies.fileHandleForReading
+            func integer(_ size: Int) throws -> Int {
+                let bytes = reader.readData(ofLength: size)
+                guard bytes.count == size else { throw CocoaError(.fileReadCorruptFile) }
+                return bytes.reversed().reduce(0) { $0 << 8 | Int($1) }
+            }
+            let header = reader.readData(ofLength: try integer(4))
+            _ = reader.readData(ofLength: try integer(8))
+            return try XCTUnwrap(JSONSerialization.jsonObject(with: header) as? [String: Any])
+        }
+        let path = try XCTUnwrap(String(data: try JSONEncoder().encode(png), encoding: .utf8))
+        try requests.fileHandleForWriting.write(contentsOf: frame(#"{"operation":"thumb","path":\#(path)}"#))
+        let refused = try reply()
+        XCTAssertEqual(refused["errorKind"] as? String, "internal", "\(refused)")
+        XCTAssertTrue(
+            (refused["errorMessage"] as? String ?? "").contains("worker protocol 1, not 2"), "\(refused)")
+        XCTAssertEqual(refused["version"] as? Int, 2, "the worker says its own version")
+
+        try requests.fileHandleForWriting.write(
+            contentsOf: frame(#"{"version":2,"operation":"thumb","path":\#(path)}"#))
+        let decoded = try reply()
+        XCTAssertNil(decoded["errorKind"], "\(decoded)")
+        XCTAssertEqual(decoded["width"] as? Int, 50, "\(decoded)")
+    }
+
     func testAHangingWorkerHitsTheTimeLimitAndIsReplaced() throws {
         let folder = try CLIHarness.temporaryFolder(for: self)
         let hang = try writePNG("a__hang__.png", in: folder)
@@ -88,7 +175,7 @@ final class IsolationTests: XCTestCase {
             ["thumb", "--isolate", "all", "-j", "1", "--timeout", "2", "--json", "-o", out.path, hang, next],
             environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         XCTAssertEqual(error(inputs[hang])?.kind, "timedOut", result.stdout)
         XCTAssertTrue(error(inputs[hang])?.message.contains("longer than 2 s") ?? false, result.stdout)
         XCTAssertEqual(
@@ -108,7 +195,7 @@ final class IsolationTests: XCTestCase {
                 "--json", "-o", out.path, balloon, next
             ], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         let failure = error(inputs[balloon])
         XCTAssertEqual(failure?.kind, "crashed", result.stdout)
         XCTAssertTrue(failure?.message.contains("capped at 512 MB") ?? false, failure?.message ?? "")
@@ -134,7 +221,7 @@ final class IsolationTests: XCTestCase {
         let result = try CLIHarness.run(
             ["thumb", "--allow", "svg", "--json", "-o", out.path, svg.path, png], environment: faults)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let (inputs, _) = try report(result)
+        let (inputs, _) = try result.jsonReport()
         XCTAssertEqual(error(inputs[svg.path])?.kind, "crashed", "SVG goes to a worker: \(result.stdout)")
         XCTAssertEqual(inputs[png]?["status"] as? String, "written", "PNG decodes in-process: \(result.stdout)")
 
@@ -282,7 +369,7 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(
             result.status == 0 || result.status == 1,
             "the parent exited normally, not \(result.status): \(result.stderr)")
-        let (inputs, summary) = try report(result)
+        let (inputs, summary) = try result.jsonReport()
         XCTAssertEqual(Set(inputs.keys), Set(paths), "every input reported")
         XCTAssertEqual(
             (summary["written"] as? Int ?? -1) + (summary["failed"] as? Int ?? -1), paths.count, result.stdout)

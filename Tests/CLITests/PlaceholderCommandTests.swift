@@ -65,7 +65,9 @@ final class PlaceholderCommandTests: XCTestCase {
         let input = dir.appendingPathComponent("photo.jpg")
         try ImageSynthesizer.data(width: 800, height: 400, seed: 8, format: .jpeg()).write(to: input)
         let out = dir.appendingPathComponent("thumbs")
-        let arguments = ["thumb", "--json", "--placeholder", "-s", "200", "-f", "png", "-o", out.path, input.path]
+        let cache = dir.appendingPathComponent("cache")
+        let common = ["thumb", "--json", "--placeholder", "-s", "200", "-f", "png", "--cache-dir", cache.path]
+        let arguments = common + ["-o", out.path, input.path]
 
         let first = try CLIHarness.run(arguments)
         XCTAssertEqual(first.status, 0, first.stderr)
@@ -83,6 +85,14 @@ final class PlaceholderCommandTests: XCTestCase {
         let skipped = try XCTUnwrap(try objects(second).first { $0["status"] as? String == "skipped" })
         XCTAssertEqual(try placeholder(skipped).blurHash, expected.blurHash, "an up-to-date output's, from its file")
         XCTAssertEqual(try placeholder(skipped).thumbHash, expected.thumbHashBase64)
+
+        // Into a new folder, from the --cache-dir cache: no decode, the stored PNG's placeholder.
+        let again = try CLIHarness.run(common + ["-o", dir.appendingPathComponent("again").path, input.path])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        let cached = try XCTUnwrap(try objects(again).first { $0["status"] as? String == "written" })
+        XCTAssertEqual(cached["fromCache"] as? Bool, true)
+        XCTAssertEqual(try placeholder(cached).blurHash, expected.blurHash, "a stored thumbnail's, from its bytes")
+        XCTAssertEqual(try placeholder(cached).thumbHash, expected.thumbHashBase64)
 
         let withoutJSON = try CLIHarness.run(["thumb", "--placeholder", "-o", out.path, input.path])
         XCTAssertEqual(withoutJSON.status, 2, "--placeholder is printed in --json objects")

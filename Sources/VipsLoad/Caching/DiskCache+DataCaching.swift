@@ -37,6 +37,12 @@ extension DiskCache: ImageDataCaching {
         _ = try? refresh(current, http: http)
     }
 
+    /// The stored entry's HTTP metadata, read from its metadata file alone
+    /// (the body is neither read nor verified).
+    public func httpMetadata(for key: String) -> HTTPCacheMetadata? {
+        entry(for: key)?.http
+    }
+
     /// Removes the entry for `key` (see `remove`).
     public func removeData(for key: String) {
         remove(key)

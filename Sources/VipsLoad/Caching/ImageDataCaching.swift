@@ -33,9 +33,20 @@ public protocol ImageDataCaching: Sendable {
     /// The largest entry the cache keeps, in bytes; nil for no limit. A
     /// download that declares a larger body is not streamed into the cache.
     var maxEntryByteCount: Int? { get }
+
+    /// The HTTP metadata (validators, freshness) of the entry stored for
+    /// `key`, without reading its bytes; nil when there is no entry or it was
+    /// stored without HTTP. The default reads the entry through `cachedData(for:)`.
+    func httpMetadata(for key: String) -> HTTPCacheMetadata?
 }
 
 extension ImageDataCaching {
+    /// `cachedData(for:)`'s HTTP metadata (a cache that can read metadata
+    /// alone, as `DiskCache` does, implements it without reading the bytes).
+    public func httpMetadata(for key: String) -> HTTPCacheMetadata? {
+        cachedData(for: key)?.http
+    }
+
     /// Stores `data` (bytes, or a file's contents) as the entry for `key`
     /// through a writer, and returns data to decode (the stored copy).
     ///

@@ -59,6 +59,22 @@ public final class ImageData: Sendable {
     deinit {
         if let temporaryPath { unlink(temporaryPath) }
     }
+
+    /// The bytes, read into memory when they are in a file (for callers that
+    /// hand them on whole, such as a stored thumbnail or response).
+    ///
+    /// - Throws: `.io` when the file cannot be read.
+    public func contents() throws(VipsError) -> Data {
+        switch input {
+        case .data(let bytes):
+            return bytes
+        case .file(let path):
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                throw VipsError(.io, "cannot read \(path)")
+            }
+            return bytes
+        }
+    }
 }
 
 /// The step that turns an `ImageSource` into encoded bytes.

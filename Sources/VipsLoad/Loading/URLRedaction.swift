@@ -22,8 +22,9 @@ public enum URLRedaction {
     /// The form of a source key that is stored (the disk cache's key, written
     /// into its metadata): the userinfo is replaced by its SHA-256 digest, so
     /// entries for different credentials stay apart and no secret reaches
-    /// the disk. Keys without credentials are returned unchanged.
-    static func storageKey(_ key: String) -> String {
+    /// the disk. Keys without credentials are returned unchanged. For keys a
+    /// tool stores beside the pipeline's (a thumbnail made from a URL).
+    public static func storageKey(_ key: String) -> String {
         replacingUserinfo(in: key) { userinfo in "sha256-" + SHA256.hexDigest(of: Array(userinfo.utf8)) }
     }
 

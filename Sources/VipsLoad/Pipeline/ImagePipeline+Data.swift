@@ -23,6 +23,20 @@ extension ImagePipeline {
         }
         return try result.get()
     }
+
+    /// The HTTP metadata (validators `etag` and `lastModified`, freshness)
+    /// the data cache holds for the original of `request`'s source, as the
+    /// last load stored or revalidated it; nil without a data cache, without
+    /// an entry, or for an entry stored without HTTP. Reads only the entry's
+    /// metadata, never its bytes.
+    ///
+    /// After `data(for:)` it describes the bytes just loaded, so a tool that
+    /// keeps results made from them can key those results by it: a changed
+    /// original gets new validators.
+    public func storedHTTPMetadata(for request: ImageRequest) -> HTTPCacheMetadata? {
+        guard let dataCache = engine.dataCache, let validated = try? request.validated() else { return nil }
+        return dataCache.httpMetadata(for: validated.dataPolicy.key)
+    }
 }
 
 /// One `data(for:)` call: its continuation is resumed exactly once, by the

@@ -28,14 +28,8 @@ final class ProcessedCache: Sendable {
                     continuation.resume(returning: nil)
                     return
                 }
-                let bytes: Data?
-                switch hit.data.input {
-                case .data(let data): bytes = data
-                case .file(let path): bytes = FileManager.default.contents(atPath: path)
-                }
                 // The private link to the entry goes with `hit`.
-                withExtendedLifetime(hit) {}
-                continuation.resume(returning: bytes)
+                continuation.resume(returning: try? hit.data.contents())
             }
         }
     }

@@ -8,7 +8,8 @@ import VipsLoad
 /// Every input, local file, URL or standard input, goes through one
 /// `ImagePipeline` (see `ThumbEngine`): no memory cache (each image is needed
 /// once), `--jobs` decodes at once, downloads through the disk cache with
-/// `--cache-dir` and retried by `--retries`. Output names come from
+/// `--cache-dir` (which keeps the finished thumbnails too, `ThumbCache`) and
+/// retried by `--retries`. Output names come from
 /// `OutputNamer` (clashes are refused), writes are atomic (`OutputWriter`),
 /// up-to-date outputs are skipped (`ThumbJournal`), `--shard` picks this
 /// process's share (`Shard`), and `ThumbReporter` reports.
@@ -42,6 +43,11 @@ enum ThumbCommand {
           -i, --input-list FILE also read inputs from FILE ('-' for standard input), one
                                 per line; blank lines and lines starting with # are skipped
         \(DownloadFlags.help)
+                                thumb keeps its finished thumbnails in --cache-dir too, keyed
+                                by the source (a file's inode, size and time; a URL's
+                                validators, after revalidating a stale original) and every
+                                output option, so a run into a new --out decodes nothing
+                                it made before (--force makes them again)
           -F, --force           make every thumbnail again, even when up to date
                                 (by default an output newer than its source and made
                                 with the same options is skipped; a URL's output is
@@ -182,6 +188,8 @@ enum ThumbCommand {
         /// The input's identity in the journal.
         let identity: String
         let source: ImageSource
+        /// A local file's identity for its thumbnail's key in the cache (see `ThumbCache`).
+        var fileIdentity: String?
     }
 
     /// Where thumbnails go: a folder (written atomically, with a journal), or standard output.
@@ -220,6 +228,9 @@ enum ThumbCommand {
         }
         let jobs = plan(selection, options, journal: destination.journal, reporter: reporter)
         let pipeline = makePipeline(options)
+        let cache = (pipeline.configuration.dataCache as? DiskCache).map {
+            ThumbCache(disk: $0, fingerprint: options.settings.fingerprint, reads: !options.force)
+        }
         let workers =
             options.isolation.scope == .none
             ? nil
@@ -228,13 +239,19 @@ enum ThumbCommand {
                 workerMemory: options.isolation.workerMemory,
                 workerArguments: workerArguments(parsed, workerMemory: options.isolation.workerMemory))
         defer { workers?.shutdown() }
-        await makeEngine(pipeline, options, workers: workers).run(jobs.map(\.source)) {
-            [settings = options.settings] index, result, started in
-            finish(jobs[index], result, started: started, settings: settings, into: destination, reporter: reporter)
+        var engine = makeEngine(pipeline, options, workers: workers)
+        engine.cache = cache
+        let inputs = jobs.map { job in
+            ThumbEngine.Input(source: job.source, cacheKey: job.fileIdentity.flatMap { cache?.key(fileIdentity: $0) })
+        }
+        await engine.run(inputs) { [settings = options.settings] index, made, started in
+            finish(
+                jobs[index], made, started: started, settings: settings, into: destination, cache: cache,
+                reporter: reporter)
         }
         destination.writer?.finish()
         reportClashes(selection.clashes, namer: options.namer)
-        reporter.finish(retries: pipeline.metrics.retries, shard: options.shard)
+        reporter.finish(retries: pipeline.metrics.retries, decodes: engine.decodeCount, shard: options.shard)
         return reporter.counts.failed > 0 ? 1 : 0
     }
 
@@ -284,25 +301,36 @@ enum ThumbCommand {
         return Destination(writer: try OutputWriter(folder: folder), journal: ThumbJournal(folder: folder))
     }
 
-    /// Encodes one input's result and writes it (folder or standard output), then reports it.
+    /// Encodes one input's result (a stored thumbnail is written as it is)
+    /// and writes it (folder or standard output), then reports it; an encoded
+    /// thumbnail is stored in `cache` when it has a key there.
     private static func finish(
-        _ job: Job, _ result: Result<ThumbEngine.Output, VipsError>, started: UInt64, settings: Settings,
-        into destination: Destination, reporter: ThumbReporter
+        _ job: Job, _ made: ThumbEngine.Made, started: UInt64, settings: Settings,
+        into destination: Destination, cache: ThumbCache?, reporter: ThumbReporter
     ) {
         let processing = settings.processing
         do throws(VipsError) {
             let width: Int, height: Int, data: Data
-            let output = try result.get()
-            switch output {
-            case .still(let bitmap):
-                (width, height) = (bitmap.width, bitmap.height)
-                data = try ImageEncoder().encode(
-                    bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
-                    background: processing.background
-                ).data
-            case .animation(let animation):
-                (width, height) = (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0)
-                data = try ImageEncoder().encode(animation, as: processing.format).data
+            var fromCache = false
+            // With --placeholder: the decoded thumbnail's, or a stored one's from its bytes decoded small.
+            var placeholder: ImagePlaceholder?
+            switch made {
+            case .stored(let stored):
+                // Its header is read (no pixels are decoded) for the report.
+                let info = try? ImageDecoder().info(.data(stored))
+                (width, height, data, fromCache) = (info?.width ?? 0, info?.height ?? 0, stored, true)
+                if settings.placeholder { placeholder = storedPlaceholder(.data(stored)) }
+            case .decoded(let result, let storeKey):
+                let output = try result.get()
+                (width, height, data) = try encode(output, processing)
+                // Only an encoded thumbnail is stored: an error never is.
+                if let storeKey { cache?.store(data, for: storeKey) }
+                if settings.placeholder {
+                    switch output {
+                    case .still(let bitmap): placeholder = try ImagePlaceholder(bitmap)
+                    case .animation(let animation): placeholder = try animation.frames.first.map(ImagePlaceholder.init)
+                    }
+                }
             }
             if let writer = destination.writer {
                 let info = try writer.write(data, to: job.output)
@@ -317,18 +345,29 @@ enum ThumbCommand {
                     throw VipsError(.io, "cannot write to standard output: \(error.localizedDescription)")
                 }
             }
-            let placeholder: ImagePlaceholder?
-            switch output {
-            case _ where !settings.placeholder: placeholder = nil
-            case .still(let bitmap): placeholder = try ImagePlaceholder(bitmap)
-            case .animation(let animation): placeholder = try animation.frames.first.map(ImagePlaceholder.init)
-            }
             let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             reporter.written(
                 job.item.input, output: job.output, width: width, height: height,
-                bytes: data.count, milliseconds: milliseconds, placeholder: placeholder)
+                bytes: data.count, milliseconds: milliseconds, fromCache: fromCache, placeholder: placeholder)
         } catch {
             reporter.failed(job.item.input, error)
+        }
+    }
+
+    /// A decoded thumbnail's size and bytes, encoded as the options say.
+    private static func encode(
+        _ output: ThumbEngine.Output, _ processing: ProcessingFlags.Settings
+    ) throws(VipsError) -> (width: Int, height: Int, data: Data) {
+        switch output {
+        case .still(let bitmap):
+            let data = try ImageEncoder().encode(
+                bitmap, as: processing.format, keepingMetadata: processing.keepMetadata,
+                background: processing.background
+            ).data
+            return (bitmap.width, bitmap.height, data)
+        case .animation(let animation):
+            let data = try ImageEncoder().encode(animation, as: processing.format).data
+            return (animation.frames.first?.width ?? 0, animation.frames.first?.height ?? 0, data)
         }
     }
 
@@ -344,13 +383,14 @@ enum ThumbCommand {
         Terminal.err(advice)
     }
 
-    /// The worker's options: the decoder and geometry flags as given, and its memory cap.
+    /// The worker's options: the decoder and geometry flags as given, and its
+    /// memory cap (`--animated` and `--keep-metadata` travel in each request).
     private static func workerArguments(_ parsed: ArgumentParser.Parsed, workerMemory: Int) -> [String] {
         var arguments = ["--worker-memory", String(workerMemory)]
         for name in ["max-pixels", "allow", "size", "fit", "gravity", "background", "format"] {
             if let value = parsed.value(name) { arguments += ["--\(name)", value] }
         }
-        for name in ["strict", "keep-metadata", "animated"] where parsed.flag(name) { arguments.append("--\(name)") }
+        if parsed.flag("strict") { arguments.append("--strict") }
         return arguments
     }
 
@@ -373,6 +413,7 @@ enum ThumbCommand {
             let source: ImageSource
             var identity: String
             var sourceModified: Int64?
+            var fileIdentity: String?
             switch item.location {
             case .invalidURL:
                 reporter.failed(item.input, kind: VipsError.Kind.invalidArgument.rawValue, message: "not a valid URL")
@@ -390,6 +431,7 @@ enum ThumbCommand {
                 if stat(path, &info) == 0 {
                     sourceModified = ThumbJournal.nanoseconds(info.st_mtim)
                     identity += ":\(info.st_size):\(sourceModified ?? 0)"
+                    fileIdentity = ThumbCache.identity(ofFile: path, info)
                 }
             }
             if !options.force, !identity.isEmpty, let journal, let folder = settings.outputFolder,
@@ -400,22 +442,23 @@ enum ThumbCommand {
                 reporter.skipped(
                     item.input, output: output, reason: "up to date",
                     placeholder: settings.placeholder
-                        ? outputPlaceholder(folder.appendingPathComponent(output).path) : nil)
+                        ? storedPlaceholder(.file(folder.appendingPathComponent(output).path)) : nil)
                 continue
             }
-            runJobs.append(Job(item: item, output: output, identity: identity, source: source))
+            runJobs.append(
+                Job(item: item, output: output, identity: identity, source: source, fileIdentity: fileIdentity))
         }
         return runJobs
     }
 
-    /// The placeholder of an up-to-date output, from the output file decoded
-    /// small; nil when it cannot be read (the output stays up to date: the
-    /// placeholder is extra information, not the job).
-    /// The output is VipsLoad's own file, so the default decoder reads it
-    /// (`--allow` restricts inputs, not outputs).
-    private static func outputPlaceholder(_ path: String) -> ImagePlaceholder? {
+    /// The placeholder of a thumbnail already made (an up-to-date output's
+    /// file, or bytes from the `--cache-dir` cache), decoded small; nil when
+    /// it cannot be read (the output stays good: the placeholder is extra
+    /// information, not the job). The thumbnail is VipsLoad's own, so the
+    /// default decoder reads it (`--allow` restricts inputs, not outputs).
+    private static func storedPlaceholder(_ thumbnail: ImageInput) -> ImagePlaceholder? {
         try? ImagePlaceholder(
-            ImageDecoder().decode(.file(path), size: .maxPixelSize(ImagePlaceholder.side), mode: .fit))
+            ImageDecoder().decode(thumbnail, size: .maxPixelSize(ImagePlaceholder.side), mode: .fit))
     }
 
     /// The pipeline for every input: no memory cache (each image is needed
@@ -435,7 +478,8 @@ enum ThumbCommand {
     private static func makeEngine(_ pipeline: ImagePipeline, _ options: Options, workers: WorkerPool?) -> ThumbEngine {
         let processing = options.settings.processing
         var engine = ThumbEngine(
-            pipeline: pipeline, animated: processing.animated, window: options.settings.jobs * 2 + 8
+            pipeline: pipeline, animated: processing.animated, keepsMetadata: processing.keepMetadata,
+            window: options.settings.jobs * 2 + 8
         ) { source in
             ImageRequest(
                 source: source, size: processing.size, mode: processing.mode,

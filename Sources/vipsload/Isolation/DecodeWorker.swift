@@ -61,7 +61,8 @@ enum DecodeWorker {
             else {
                 return 0
             }
-            if faults, let path = request.path { injectFault(path) }
+            // A download's fault is named by its URL (`name`), a file's by its path.
+            if faults { for named in [request.path, request.name].compactMap({ $0 }) { injectFault(named) } }
             let input: ImageInput = request.path.map { .file($0) } ?? .data(body)
             // Messages name what the parent says the input is (a download's URL), not its file.
             var decoder = decoder
@@ -69,6 +70,7 @@ enum DecodeWorker {
             var reply = WorkerProtocol.Reply()
             var pixels = Data()
             do throws(VipsError) {
+                if let refused = WorkerProtocol.refusal(of: request.version, from: "parent") { throw refused }
                 if request.operation == "info" {
                     reply.describe(try decoder.info(input))
                 } else if let geometry = request.geometry {
@@ -79,7 +81,7 @@ enum DecodeWorker {
                         keepingMetadata: geometry.keepMetadata)
                     describe(bitmap, into: &reply)
                     pixels = bitmap.pixelData
-                } else if processing.animated {
+                } else if request.animated ?? processing.animated {
                     // As `ImagePipeline.animatedImage(for:)`: every frame, fitted alike.
                     let animation = try decoder.decodeAnimation(input, size: processing.size)
                     // Each frame carries the source's header, read once by the decode.
@@ -94,7 +96,7 @@ enum DecodeWorker {
                     // As the pipeline decodes a thumbnail request (`ThumbEngine`).
                     let bitmap = try decoder.decode(
                         input, size: processing.size, mode: processing.mode,
-                        keepingMetadata: processing.keepMetadata)
+                        keepingMetadata: request.keepMetadata ?? processing.keepMetadata)
                     describe(bitmap, into: &reply)
                     pixels = bitmap.pixelData
                 }

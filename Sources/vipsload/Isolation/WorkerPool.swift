@@ -59,15 +59,20 @@ final class WorkerPool: Sendable {
     }
 
     /// Decodes the file at `path` (or `data`) as the workers' options say
-    /// (size, mode, `--keep-metadata`, `--animated`), or as `geometry` says
-    /// when given, as the pipeline would; messages call the input `name`
-    /// when given (a download's URL).
+    /// (size, mode), keeping every frame with `animated` and the metadata
+    /// with `keepMetadata` (nil: as the workers' options say), or as
+    /// `geometry` says when given, as the pipeline would; messages call the
+    /// input `name` when given (a download's URL).
     func decode(
-        path: String?, data: Data = Data(), name: String? = nil, geometry: WorkerProtocol.Geometry? = nil
+        path: String?, data: Data = Data(), name: String? = nil, geometry: WorkerProtocol.Geometry? = nil,
+        animated: Bool? = nil, keepMetadata: Bool? = nil
     ) async -> Result<ThumbEngine.Output, VipsError> {
         await onQueue { [self] in
             request(
-                WorkerProtocol.Request(operation: "thumb", path: path, name: name, geometry: geometry), body: data
+                WorkerProtocol.Request(
+                    operation: "thumb", path: path, name: name, geometry: geometry, animated: animated,
+                    keepMetadata: keepMetadata),
+                body: data
             ).flatMap {
                 reply, pixels in
                 Result { () throws(VipsError) -> ThumbEngine.Output in try Self.output(reply, pixels) }
@@ -153,6 +158,9 @@ final class WorkerPool: Sendable {
             ? WorkerProtocol.read(WorkerProtocol.Reply.self, from: worker.replies, deadline: deadline)
             : .failure(.closed)
         switch reply {
+        case .success(let (header, _)) where WorkerProtocol.refusal(of: header.version, from: "worker") != nil:
+            end(worker, kill: true)
+            return .failure(WorkerProtocol.refusal(of: header.version, from: "worker") ?? .cancelled(label))
         case .success(let (header, pixels)):
             giveBack(worker)
             if let kind = header.errorKind {

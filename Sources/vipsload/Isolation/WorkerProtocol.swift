@@ -6,9 +6,28 @@ import VipsCore
 /// little-endian UInt32 header length, a JSON header, a little-endian UInt64
 /// body length and the body's bytes (an input's bytes in a request, a
 /// bitmap's pixels in a reply).
+///
+/// Every message carries `version`; a side that reads another version (or
+/// none) refuses the message with a typed error instead of guessing at it.
 enum WorkerProtocol {
+    /// The protocol's version. 1: unversioned messages, the thumb decode's
+    /// `--animated` and `--keep-metadata` given only as the worker's
+    /// arguments. 2: `version` in every message, and a thumb request says
+    /// itself whether it keeps every frame and the metadata.
+    static let version = 2
+
+    /// Why a message of another version is refused, or nil when it is this one's.
+    static func refusal(of version: Int?, from sender: String) -> VipsError? {
+        guard version != Self.version else { return nil }
+        return VipsError(
+            .internal,
+            "the decode \(sender) speaks worker protocol \(version.map(String.init) ?? "1"), not \(Self.version)")
+    }
+
     /// What the parent asks for.
     struct Request: Codable {
+        /// `WorkerProtocol.version` of the sender.
+        var version: Int? = WorkerProtocol.version
         /// "thumb" (decode to the worker's size and mode) or "info" (header probe).
         var operation: String
         /// The input file, or nil when the body holds the input's bytes.
@@ -19,6 +38,12 @@ enum WorkerProtocol {
         /// A "thumb" of this size and mode instead of the worker's own (a
         /// server's requests each ask for their own); nil for the worker's.
         var geometry: Geometry?
+        /// A "thumb" without `geometry`: decode every frame of an animated
+        /// input (`--animated`); nil: as the worker's arguments say.
+        var animated: Bool? = nil
+        /// A "thumb" without `geometry`: keep the EXIF block and profile mark
+        /// (`--keep-metadata`); nil: as the worker's arguments say.
+        var keepMetadata: Bool? = nil
     }
 
     /// A decode's size and resize mode, as a server's request gives them
@@ -91,6 +116,8 @@ enum WorkerProtocol {
     /// animation (its frames' pixels one after another), with the header of
     /// the image it came from; an image's header alone; or a typed error.
     struct Reply: Codable {
+        /// `WorkerProtocol.version` of the sender.
+        var version: Int? = WorkerProtocol.version
         var errorKind: String?
         var errorMessage: String?
         /// The decoded bitmap (or each frame).

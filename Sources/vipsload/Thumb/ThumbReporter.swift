@@ -23,6 +23,8 @@ final class ThumbReporter: Sendable {
     /// The counts so far.
     struct Counts {
         var written = 0, skipped = 0, failed = 0
+        /// Of `written`, the thumbnails copied from the `--cache-dir` cache (nothing decoded).
+        var fromCache = 0
         var done: Int { written + skipped + failed }
     }
 
@@ -50,9 +52,11 @@ final class ThumbReporter: Sendable {
     /// Seconds since the reporter was made.
     var elapsed: Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
+    /// An output written; `fromCache` when its thumbnail came from the `--cache-dir` cache;
+    /// `placeholder` (with `--placeholder`) goes into its JSON object.
     func written(
         _ input: String, output: String, width: Int, height: Int, bytes: Int, milliseconds: Double,
-        placeholder: ImagePlaceholder? = nil
+        fromCache: Bool = false, placeholder: ImagePlaceholder? = nil
     ) {
         if options.json {
             Terminal.out(
@@ -61,15 +65,18 @@ final class ThumbReporter: Sendable {
                         ("input", JSONText.string(input)), ("status", JSONText.string("written")),
                         ("output", JSONText.string(output)),
                         ("width", String(width)), ("height", String(height)), ("bytes", String(bytes)),
-                        ("ms", String(format: "%.1f", milliseconds))
+                        ("ms", String(format: "%.1f", milliseconds)), ("fromCache", fromCache ? "true" : "false")
                     ] + (placeholder.map { [("placeholder", $0.jsonObject)] } ?? [])))
         }
         if options.verbose, !options.quiet {
             line(
-                "vipsload thumb: \(input) -> \(output) (\(width)x\(height), \(bytes) bytes, \(String(format: "%.0f", milliseconds)) ms)"
-            )
+                "vipsload thumb: \(input) -> \(output) (\(width)x\(height), \(bytes) bytes, \(String(format: "%.0f", milliseconds)) ms"
+                    + (fromCache ? ", from the cache)" : ")"))
         }
-        count { $0.written += 1 }
+        count {
+            $0.written += 1
+            if fromCache { $0.fromCache += 1 }
+        }
     }
 
     func skipped(_ input: String, output: String, reason: String, placeholder: ImagePlaceholder? = nil) {
@@ -111,8 +118,9 @@ final class ThumbReporter: Sendable {
         failed(input, kind: error.kind.rawValue, message: error.message(about: input))
     }
 
-    /// Ends the progress line and prints the summary (a JSON object too with `--json`).
-    func finish(retries: Int, shard: Shard) {
+    /// Ends the progress line and prints the summary (a JSON object too with
+    /// `--json`); `decodes`: the images decoded, here and in workers.
+    func finish(retries: Int, decodes: Int, shard: Shard) {
         let seconds = elapsed
         let counts = self.counts
         let rate = seconds > 0 ? Double(counts.written) / seconds : 0
@@ -124,8 +132,9 @@ final class ThumbReporter: Sendable {
                         "summary",
                         Terminal.jsonObject([
                             ("written", String(counts.written)), ("skipped", String(counts.skipped)),
-                            ("failed", String(counts.failed)),
-                            ("retries", String(retries)), ("shard", JSONText.string(shard.description)),
+                            ("failed", String(counts.failed)), ("fromCache", String(counts.fromCache)),
+                            ("decoded", String(decodes)), ("retries", String(retries)),
+                            ("shard", JSONText.string(shard.description)),
                             ("seconds", String(format: "%.3f", seconds)),
                             ("imagesPerSecond", String(format: "%.1f", rate))
                         ])
@@ -133,7 +142,9 @@ final class ThumbReporter: Sendable {
                 ]))
         }
         guard !options.quiet else { return }
-        var text = "vipsload thumb: \(counts.written) written, \(counts.skipped) skipped, \(counts.failed) failed"
+        var text = "vipsload thumb: \(counts.written) written"
+        if counts.fromCache > 0 { text += " (\(counts.fromCache) from the cache)" }
+        text += ", \(counts.skipped) skipped, \(counts.failed) failed"
         if retries > 0 { text += ", \(retries) \(retries == 1 ? "retry" : "retries")" }
         if shard.count > 1 { text += ", shard \(shard)" }
         Terminal.err(text + String(format: ", %.2f s, %.1f images/s", seconds, rate))

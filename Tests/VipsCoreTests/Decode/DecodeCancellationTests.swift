@@ -65,6 +65,15 @@ final class DecodeCancellationTests: XCTestCase {
             XCTAssertEqual((error as? VipsError)?.kind, .timedOut, "\(error)")
         }
         XCTAssertTrue(cancellation.isCancelled)
+        XCTAssertEqual(
+            VipsRuntime.takeErrorMessage(default: ""), "", "a stopped decode left libvips' error text behind")
+
+        // The next decode of the same image on the same thread runs normally,
+        // under a limit of its own that it does not reach.
+        let bitmap = try DecodeCancellation().run(timeLimit: .seconds(3600)) { () throws(VipsError) -> Bitmap in
+            try ImageDecoder().decode(.data(tiff), size: thumbnail)
+        }
+        XCTAssertEqual(bitmap.width, 256)
     }
 
     func testACancelledCancellationRunsNothing() {

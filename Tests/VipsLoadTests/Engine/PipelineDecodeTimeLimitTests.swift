@@ -17,19 +17,31 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         return ImagePipeline(configuration: configuration)
     }
 
+    /// The pipeline's one decode thread is stopped at the limit and comes
+    /// back. Each decode's start is an event the test waits for: the decode
+    /// thread reports it after arming the watchdog, and at a 1 ms limit a
+    /// request may be told `.timedOut` before its thread gets that far, so
+    /// the test never asks right after the request returns whether the
+    /// decode has started (that raced under ThreadSanitizer).
     func testALongDecodeIsStoppedAtTheLimitAndTheNextOneRuns() async throws {
         let folder = try ImageFolder()
         let large = try folder.write("large.tif", ImageSynthesizer.data(width: 4000, height: 3000, format: .tiff))
         let small = try folder.jpeg("small", width: 160, height: 120)
         let pipeline = try pipeline(limit: .milliseconds(1))
+        let (starts, started) = AsyncStream<ImageCacheKey>.makeStream()
+        pipeline.engine.decodeObserver.withLock { $0 = { key in started.yield(key) } }
+        var decodes = starts.makeAsyncIterator()
+
+        let long = ImageRequest(path: large, size: .maxPixelSize(256))
         await assertThrows(kind: [.timedOut], "a 12 MP TIFF in 1 ms") {
-            _ = try await pipeline.image(for: ImageRequest(path: large, size: .maxPixelSize(256)))
+            _ = try await pipeline.image(for: long)
         }
+        let first = await decodes.next()
+        XCTAssertEqual(first?.sourceKey, long.cacheKey.sourceKey, "the decode ran and was stopped")
+        await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.runningDecodes == 0 }
+
         // The pipeline's one decode thread came back: its next decode starts
         // (at a 1 ms limit it may time out too; that it ran is the point).
-        await waitUntil("the stopped decode returns its thread") { pipeline.inFlight.runningDecodes == 0 }
-        let started = LockedState<[ImageCacheKey]>([])
-        pipeline.engine.decodeObserver.withLock { $0 = { key in started.withLock { $0.append(key) } } }
         let next = ImageRequest(path: small, size: .maxPixelSize(80))
         do {
             let bitmap = try await pipeline.image(for: next)
@@ -37,12 +49,11 @@ final class PipelineDecodeTimeLimitTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.kind, .timedOut, "\(error)")
         }
-        XCTAssertEqual(
-            started.withLock { $0.map(\.sourceKey) }, [next.cacheKey.sourceKey],
-            "the next decode ran on the same pipeline")
+        let second = await decodes.next()
+        XCTAssertEqual(second?.sourceKey, next.cacheKey.sourceKey, "the next decode ran on the same pipeline")
         await waitUntil("the pipeline is idle") { pipeline.inFlight.isIdle }
-        XCTAssertNil(
-            pipeline.cachedImage(for: ImageRequest(path: large, size: .maxPixelSize(256))), "nothing is cached")
+        XCTAssertNil(pipeline.cachedImage(for: long), "nothing is cached")
+        started.finish()
     }
 
     func testRequestsAreToldAtTheLimitEvenWhileTheDecodeCannotBeInterrupted() async throws {
