@@ -32,6 +32,7 @@ extension DiskCache {
             var bodies: [(name: String, size: Int, modified: Double)] = []
         }
         var groups: [String: Group] = [:]
+        state.withLock { $0.writtenSinceListing = 0 }
         for name in Self.list(entriesDirectory) {
             guard let dot = name.firstIndex(of: "."), let info = Self.stat(entriesDirectory + "/" + name) else {
                 continue
@@ -97,11 +98,17 @@ extension DiskCache {
                 evicted += 1
             }
         }
-        state.withLock {
-            $0.estimatedSize = total
-            $0.metrics.evictions += evicted
-            $0.metrics.sweeps += 1
+        // Entries committed while the folder was listed may be missing from
+        // `total`: they count (perhaps twice, which only errs towards sweeping),
+        // and another sweep runs when they take the folder past its limit.
+        let overLimit = state.withLock { state -> Bool in
+            let estimate = total + state.writtenSinceListing
+            state.estimatedSize = estimate
+            state.metrics.evictions += evicted
+            state.metrics.sweeps += 1
+            return estimate > configuration.sizeLimit && state.writtenSinceListing > 0
         }
+        if overLimit { scheduleSweep() }
         return total
     }
 
@@ -181,6 +188,7 @@ extension DiskCache {
     func noteWrite(bytes: Int) {
         let needsSweep = state.withLock { state -> Bool in
             state.metrics.writes += 1
+            state.writtenSinceListing += bytes
             guard let estimate = state.estimatedSize else { return true }
             state.estimatedSize = estimate + bytes
             return estimate + bytes > configuration.sizeLimit

@@ -43,6 +43,9 @@ public final class DiskCache: Sendable {
         /// The folder's size as of the last sweep plus this instance's writes
         /// since; nil until the first sweep has measured it.
         var estimatedSize: Int?
+        /// Bytes committed since the running sweep began listing the entries:
+        /// they may be missing from its count, so it adds them to its total.
+        var writtenSinceListing = 0
         var sweeping = false
         var sweepAgain = false
         /// The last access stamp given out (ns), to keep stamps strictly increasing.
