@@ -26,6 +26,6 @@ final class FuzzSeedCorpusTests: XCTestCase {
             let info = try ImageDecoder().info(.data(data))
             XCTAssertEqual(info.format, format, name)
         }
-        XCTAssertEqual(formats, [.jpeg, .png, .webp, .gif, .tiff, .svg, .ppm])
+        XCTAssertEqual(formats, [.jpeg, .png, .webp, .gif, .tiff, .svg, .ppm, .bmp, .ico, .cur, .tga])
     }
 }
