@@ -248,6 +248,35 @@ final class DirectPNGTests: XCTestCase {
         XCTAssertEqual(lenient.bytes, try libvipsFast.decode(.data(corrupt), size: .maxPixelSize(64)).bytes)
     }
 
+    func testImageDataCRCsAreCheckedOnlyWhenStrict() throws {
+        let data = try ImageSynthesizer.data(width: 400, height: 300, seed: 43, format: .png())
+        // Every IDAT chunk's CRC wrong, its data intact.
+        var bytes = [UInt8](data), at = 8, damaged = 0
+        while at + 12 <= bytes.count {
+            let length = bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
+            let end = at + 8 + length
+            guard end + 4 <= bytes.count else { break }
+            if bytes[(at + 4)..<(at + 8)].elementsEqual(Array("IDAT".utf8)) {
+                bytes[end] ^= 0xFF
+                damaged += 1
+            }
+            at = end + 4
+        }
+        XCTAssertGreaterThan(damaged, 0)
+        let wrongCRCs = Data(bytes)
+        // Lenient: libspng does not compute them, so the direct path decodes the image as it is.
+        let lenient = try XCTUnwrap(try fast.decodeDirectly(.data(wrongCRCs), size: .maxPixelSize(64)))
+        XCTAssertEqual(lenient.bytes, try fast.decode(.data(data), size: .maxPixelSize(64)).bytes)
+        // Strict: the first wrong CRC fails the decode, typed.
+        assertThrowsKind(.corruptData) { () throws(VipsError) in
+            try strict.decode(.data(wrongCRCs), size: .maxPixelSize(64))
+        }
+        // A wrong CRC in a header chunk (IHDR) is still caught in both modes before any image data.
+        var header = [UInt8](data)
+        header[8 + 8 + 13] ^= 0xFF
+        XCTAssertNotEqual(try? fast.route(.data(Data(header))), .direct)
+    }
+
     func testHostileChunksGiveTypedErrorsOrBitmaps() throws {
         let plain = try ImageSynthesizer.data(width: 64, height: 48, seed: 12, alpha: true, format: .png())
         var generator = SplitMix64(seed: 15)

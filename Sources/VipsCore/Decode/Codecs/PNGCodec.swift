@@ -112,6 +112,14 @@ struct PNGCodec: DirectCodec {
         let bytesPerSample = chunks.sixteenBit ? 2 : 1
         let (stride, overflow) = (chunks.width * bytesPerSample).multipliedReportingOverflow(by: decodedChannels)
         guard !overflow else { return nil }
+        // Lenient: the image data's chunk CRCs are not computed (about 8 % of a large PNG's
+        // instructions; zlib's Adler-32 is already skipped). The header chunks, read before this,
+        // were checked. Damaged data then still fails in inflate or the row filters, typed (strict)
+        // or handed to libvips (lenient), or decodes to wrong pixels, as it would with a right CRC
+        // over wrong bytes. Strict: every CRC is checked, a mismatch fails the decode.
+        if !options.strict {
+            spng_set_crc_action(reader.context, Int32(SPNG_CRC_USE.rawValue), Int32(SPNG_CRC_DISCARD.rawValue))
+        }
         var flags = chunks.interlaced ? 0 : Int32(SPNG_DECODE_PROGRESSIVE.rawValue)
         if chunks.hasTRNS { flags |= Int32(SPNG_DECODE_TRNS.rawValue) }
         // An interlaced image is decoded whole (the route keeps it under a budget), then read row by row.
