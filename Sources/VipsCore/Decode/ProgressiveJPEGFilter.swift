@@ -26,23 +26,6 @@ enum ProgressiveJPEGFilter {
         var sawProgressiveFrame = false
         var droppedScans = 0
 
-        /// The index of the marker ending the entropy-coded data that starts at `start`.
-        func endOfEntropyData(from start: Int) -> Int? {
-            var position = start
-            while position < count - 1 {
-                guard let found = memchr(base + position, 0xFF, count - 1 - position) else { return nil }
-                let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                let next = bytes[at + 1]
-                // 0xFF00 is a stuffed data byte, 0xFFD0–D7 restart markers, 0xFFFF fill: all part of the scan.
-                if next == 0x00 || (0xD0...0xD7).contains(next) || next == 0xFF {
-                    position = at + 1
-                    continue
-                }
-                return at
-            }
-            return nil
-        }
-
         while index < count - 1 {
             guard bytes[index] == 0xFF else { return nil }
             while index < count && bytes[index] == 0xFF { index += 1 }
@@ -58,8 +41,8 @@ enum ProgressiveJPEGFilter {
             switch marker {
             case 0xC2:
                 sawProgressiveFrame = true
-            case 0xC0, 0xC1, 0xC3, 0xC5...0xC7, 0xC9...0xCB, 0xCD...0xCF:
-                return nil // not a progressive Huffman frame: nothing to gain, or nothing we handle
+            case let other where JPEGMarkers.isOtherFrame(other):
+                return nil // not a progressive Huffman frame: nothing to gain, or nothing handled here
             default:
                 break
             }
@@ -68,7 +51,7 @@ enum ProgressiveJPEGFilter {
                 let components = Int(bytes[index + 2])
                 guard components >= 1, 3 + 2 * components + 3 <= length else { return nil }
                 let spectralStart = bytes[index + 3 + 2 * components]
-                guard let end = endOfEntropyData(from: index + length) else { return nil }
+                guard let end = JPEGMarkers.endOfEntropyData(bytes, from: index + length) else { return nil }
                 if spectralStart == 0 {
                     output.append(contentsOf: [0xFF, marker])
                     output.append(contentsOf: segment)

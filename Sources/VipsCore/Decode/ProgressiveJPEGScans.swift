@@ -22,28 +22,11 @@ package enum ProgressiveJPEGScans {
     package static func completeScans(in received: UnsafeRawBufferPointer) -> (length: Int, scans: Int)? {
         let bytes = received.bindMemory(to: UInt8.self)
         let count = bytes.count
-        guard count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8, let base = bytes.baseAddress else { return nil }
+        guard count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8, bytes.baseAddress != nil else { return nil }
         var index = 2
         var progressive = false
         var scans = 0
         var completeEnd = 0
-
-        /// The index of the marker ending the entropy-coded data that starts at `start`, nil when it has not arrived.
-        func endOfEntropyData(from start: Int) -> Int? {
-            var position = start
-            while position < count - 1 {
-                guard let found = memchr(base + position, 0xFF, count - 1 - position) else { return nil }
-                let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                let next = bytes[at + 1]
-                // 0xFF00 is a stuffed data byte, 0xFFD0–D7 restart markers, 0xFFFF fill: all part of the scan.
-                if next == 0x00 || (0xD0...0xD7).contains(next) || next == 0xFF {
-                    position = at + 1
-                    continue
-                }
-                return at
-            }
-            return nil
-        }
 
         while index < count - 1 {
             guard bytes[index] == 0xFF else { return nil }
@@ -60,14 +43,14 @@ package enum ProgressiveJPEGScans {
             switch marker {
             case 0xC2:
                 progressive = true
-            case 0xC0, 0xC1, 0xC3, 0xC5...0xC7, 0xC9...0xCB, 0xCD...0xCF:
-                return nil
+            case let other where JPEGMarkers.isOtherFrame(other):
+                return nil // not a progressive Huffman frame: nothing to gain, or nothing handled here
             default:
                 break
             }
             if marker == 0xDA {
                 guard progressive else { return nil }
-                guard let end = endOfEntropyData(from: index + length) else { break }
+                guard let end = JPEGMarkers.endOfEntropyData(bytes, from: index + length) else { break }
                 scans += 1
                 completeEnd = end
                 index = end
