@@ -16,22 +16,15 @@
 /// (`BMPPixelReader`): OS/2 1.x and 2.x, BITMAPINFOHEADER and V2–V5, 1/2/4/8-bit
 /// palettes, 16/24/32 bits with bit fields (alpha when a mask says so),
 /// RLE8/RLE4, top-down and bottom-up.
-struct BMPCodec: DirectCodec {
+struct BMPCodec: RasterCodec {
     /// A BMP's header, with the bytes it was read from.
     struct Header {
         let bytes: ByteView
         let dib: BMPHeader
     }
 
-    var decodesAlone: Bool { true }
-
-    func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
-    ) throws(VipsError) -> R {
-        try input.withMappedBytes(label: label) { raw throws(VipsError) in
-            let bytes = ByteView(bytes: raw)
-            return try body(.read(Header(bytes: bytes, dib: try BMPHeader(file: bytes, label: label))))
-        }
+    func readHeader(_ bytes: ByteView, label: String) throws(VipsError) -> Header {
+        Header(bytes: bytes, dib: try BMPHeader(file: bytes, label: label))
     }
 
     func info(of header: Header) -> ImageInfo {
@@ -40,8 +33,6 @@ struct BMPCodec: DirectCodec {
             storedWidth: dib.width, height: dib.height, format: .bmp, bands: dib.hasAlpha ? 4 : 3,
             hasAlpha: dib.hasAlpha, orientation: 1)
     }
-
-    func route(_ header: Header, options: DecodeOptions) -> DecodeRoute { .direct }
 
     func decode(
         _ header: Header, _ request: DecodeRequest, options: DecodeOptions, label: String

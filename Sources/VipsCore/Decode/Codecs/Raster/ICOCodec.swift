@@ -6,7 +6,7 @@ import Foundation
 /// original size takes the largest), decodes a PNG entry with the direct PNG
 /// path and a BMP entry with `BMPPixelReader`, applying its AND mask as
 /// alpha (a 32-bit entry carries its own alpha instead).
-struct ICOCodec: DirectCodec {
+struct ICOCodec: RasterCodec {
     /// `.ico` or `.cur`.
     let format: ImageFormat
 
@@ -16,16 +16,8 @@ struct ICOCodec: DirectCodec {
         let directory: ICODirectory
     }
 
-    var decodesAlone: Bool { true }
-
-    func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
-    ) throws(VipsError) -> R {
-        try input.withMappedBytes(label: label) { raw throws(VipsError) in
-            let bytes = ByteView(bytes: raw)
-            let directory = try ICODirectory(bytes, format: format, label: label)
-            return try body(.read(Header(bytes: bytes, directory: directory)))
-        }
+    func readHeader(_ bytes: ByteView, label: String) throws(VipsError) -> Header {
+        Header(bytes: bytes, directory: try ICODirectory(bytes, format: format, label: label))
     }
 
     /// The largest entry's size: what the original size decodes, and what the limits are checked against.
@@ -34,8 +26,6 @@ struct ICOCodec: DirectCodec {
         return ImageInfo(
             storedWidth: entry.width, height: entry.height, format: format, bands: 4, hasAlpha: true, orientation: 1)
     }
-
-    func route(_ header: Header, options: DecodeOptions) -> DecodeRoute { .direct }
 
     func decode(
         _ header: Header, _ request: DecodeRequest, options: DecodeOptions, label: String

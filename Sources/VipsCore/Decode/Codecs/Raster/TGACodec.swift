@@ -3,22 +3,15 @@
 /// raw or run-length encoded (types 1, 2, 3, 9, 10, 11), 8/15/16/24/32 bits,
 /// every origin (top or bottom, left or right), alpha as the descriptor and
 /// the TGA 2.0 extension area say (`TGAHeader`).
-struct TGACodec: DirectCodec {
+struct TGACodec: RasterCodec {
     /// A TGA's header, with the bytes it was read from.
     struct Header {
         let bytes: ByteView
         let tga: TGAHeader
     }
 
-    var decodesAlone: Bool { true }
-
-    func withHeader<R>(
-        _ input: ImageInput, options: DecodeOptions, label: String, _ body: (CodecHeader<Header>) throws(VipsError) -> R
-    ) throws(VipsError) -> R {
-        try input.withMappedBytes(label: label) { raw throws(VipsError) in
-            let bytes = ByteView(bytes: raw)
-            return try body(.read(Header(bytes: bytes, tga: try TGAHeader(bytes, label: label))))
-        }
+    func readHeader(_ bytes: ByteView, label: String) throws(VipsError) -> Header {
+        Header(bytes: bytes, tga: try TGAHeader(bytes, label: label))
     }
 
     func info(of header: Header) -> ImageInfo {
@@ -27,8 +20,6 @@ struct TGACodec: DirectCodec {
             storedWidth: tga.width, height: tga.height, format: .tga, bands: tga.hasAlpha ? 4 : 3,
             hasAlpha: tga.hasAlpha, orientation: 1)
     }
-
-    func route(_ header: Header, options: DecodeOptions) -> DecodeRoute { .direct }
 
     func decode(
         _ header: Header, _ request: DecodeRequest, options: DecodeOptions, label: String
