@@ -3,11 +3,12 @@
 # libFuzzer and AddressSanitizer, single process on one core; with `url` first,
 # fuzzes VipsServe's processing-URL parser (options, signatures, sources) instead.
 #
-#   scripts/fuzz.sh [url|bmp|tga|tiff] [SECONDS] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [url|bmp|tga|tiff|png] [SECONDS] [extra libFuzzer flags...]
 #
 # With a decoder named first, fuzzes that decoder alone (VIPSLOAD_FUZZ_FORMAT, see
 # Fuzz/Sources/FuzzDecode/FuzzTarget.swift): `bmp` VipsCore's BMP and ICO/CUR decoders, `tga` its
-# TGA decoder, `tiff` the libtiff RGBA fallback for TIFFs libvips refuses. Such a run seeds from the
+# TGA decoder, `tiff` the libtiff RGBA fallback for TIFFs libvips refuses, `png` the direct
+# libspng PNG path (and the rest of the decode surface on PNGs). Such a run seeds from the
 # seeds of its formats only and keeps a corpus (.fuzz/corpus-NAME), crashers (named NAME-*) and
 # history (.fuzz/history-NAME.tsv) of its own, so runs of several decoders can go at once.
 #
@@ -32,11 +33,11 @@ mode=decode
 only=
 case "${1:-}" in
   url) mode=url; shift ;;
-  bmp | tga | tiff) only=$1; shift ;;
+  bmp | tga | tiff | png) only=$1; shift ;;
 esac
 seconds=${1:-60}
 shift || true
-case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [url|bmp|tga|tiff] [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
+case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [url|bmp|tga|tiff|png] [SECONDS] [libFuzzer flags...]" >&2; exit 2 ;; esac
 
 scripts/setup.sh
 
@@ -85,7 +86,7 @@ else
   fi
   if [ -n "$only" ]; then
     # This decoder's seeds only.
-    case $only in bmp) pattern='*.bmp *.ico *.cur' ;; tga) pattern='*.tga' ;; tiff) pattern='*.tif' ;; esac
+    case $only in bmp) pattern='*.bmp *.ico *.cur' ;; tga) pattern='*.tga' ;; tiff) pattern='*.tif' ;; png) pattern='*.png' ;; esac
     own=$root/seeds-$only
     rm -rf "$own" && mkdir -p "$own"
     for glob in $pattern; do find "$seeds" -maxdepth 1 -name "$glob" -exec cp {} "$own/" \; ; done

@@ -52,15 +52,17 @@ private let everything = ImageDecoder(
 /// Formats read by loaders libvips marks untrusted (blocked by default).
 private let untrusted: Set<ImageFormat> = [.svg, .pdf, .jp2k, .jxl, .ppm]
 
-/// One decoder only, when `VIPSLOAD_FUZZ_FORMAT` names it (`scripts/fuzz.sh bmp|tga|tiff SECONDS`):
+/// One decoder only, when `VIPSLOAD_FUZZ_FORMAT` names it (`scripts/fuzz.sh bmp|tga|tiff|png SECONDS`):
 /// `bmp` is VipsCore's BMP and ICO/CUR decoders, `tga` its TGA decoder, `tiff` the libtiff RGBA
-/// fallback. Every input then goes to that decoder directly (whatever it sniffs as) and, when it
-/// sniffs as one of its formats, through the whole decode surface as usual; the rest is skipped.
+/// fallback, `png` the direct libspng path (as is and with its CRCs made right, lenient and strict).
+/// Every input then goes to that decoder directly (whatever it sniffs as) and, when it sniffs as one
+/// of its formats, through the whole decode surface as usual; the rest is skipped.
 private let onlyDecoder: Set<ImageFormat>? = {
     switch ProcessInfo.processInfo.environment["VIPSLOAD_FUZZ_FORMAT"] {
     case "bmp": return [.bmp, .ico, .cur]
     case "tga": return [.tga]
     case "tiff": return [.tiff]
+    case "png": return [.png]
     default: return nil
     }
 }()
@@ -142,11 +144,21 @@ private func check(_ bitmap: Bitmap, fits side: Int?, _ what: String) {
     }
 }
 
-/// The DC-only filter on every input that starts like a JPEG, whatever libvips would say of it:
+/// The DC-only filter and the complete-scans reader on every input that starts like a JPEG, whatever libvips would say of it:
 /// cheap, pure Swift, so coverage guidance works on it directly. Its output must be a
 /// shortened JPEG (SOI … EOI, never longer than the input plus the EOI it appends).
 private func filterProgressiveJPEG(_ data: Data) {
     guard data.starts(with: [0xFF, 0xD8]) else { return }
+    // The preview-while-downloading reader, on the input whole and on its first half (as if still arriving):
+    // a complete scan ends at a marker inside what has arrived.
+    for received in [data, data.prefix(data.count / 2)] {
+        received.withUnsafeBytes { raw in
+            guard let (length, scans) = ProgressiveJPEGScans.completeScans(in: raw) else { return }
+            guard scans >= 1, length > 2, length < raw.count, raw[length] == 0xFF else {
+                violated("complete scans: \(scans) ending at \(length) of \(raw.count) bytes")
+            }
+        }
+    }
     guard let shortened = data.withUnsafeBytes({ ProgressiveJPEGFilter.dcOnly($0) }) else { return }
     guard shortened.starts(with: [0xFF, 0xD8]), shortened.suffix(2) == Data([0xFF, 0xD9]),
         shortened.count <= data.count + 2
@@ -283,6 +295,7 @@ private func decodeAll(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let sniffed = ImageFormat.sniff(data)
     if let only = onlyDecoder {
         guard let sniffed, only.contains(sniffed) else { return }
+        if only.contains(.png) { directPNG(data) }
     } else {
         filterProgressiveJPEG(data)
         parseHeaders(data)
