@@ -26,8 +26,10 @@ struct BoxCubicShrinker {
     /// Column sums of the rows of the current box row.
     private var sums: [UInt32]
     /// The box-shrunk image, in 16-bit units, premultiplied when there is alpha (one
-    /// value of padding, so 3-channel pixels load and store as SIMD4).
-    private(set) var box: [Float]
+    /// value of padding, so 3-channel pixels load and store as SIMD4), in this thread's
+    /// reused scratch memory.
+    private let boxImage: ScratchMemory.Lease
+    private var box: UnsafeMutablePointer<Float> { boxImage.pointer.assumingMemoryBound(to: Float.self) }
     private var rowsInBox = 0
     private var boxRow = 0
 
@@ -68,7 +70,8 @@ struct BoxCubicShrinker {
         return channels * (width * 4 + plan.boxWidth * plan.boxHeight * 4 + outWidth * plan.boxHeight * 4)
     }
 
-    init(width: Int, height: Int, channels: Int, hasAlpha: Bool, sixteenBit: Bool, outWidth: Int, outHeight: Int) {
+    /// Nil when the box image's memory cannot be had.
+    init?(width: Int, height: Int, channels: Int, hasAlpha: Bool, sixteenBit: Bool, outWidth: Int, outHeight: Int) {
         self.width = width
         self.height = height
         self.channels = channels
@@ -79,7 +82,12 @@ struct BoxCubicShrinker {
         plan = Self.plan(width: width, height: height, outWidth: outWidth, outHeight: outHeight, hasAlpha: hasAlpha)
         (shrinkX, shrinkY, boxWidth, boxHeight) = (plan.shrinkX, plan.shrinkY, plan.boxWidth, plan.boxHeight)
         sums = [UInt32](repeating: 0, count: width * channels + 1)
-        box = [Float](repeating: 0, count: boxWidth * boxHeight * channels + 1)
+        let floats = plan.boxWidth * plan.boxHeight * channels + 1
+        let bytes = floats * MemoryLayout<Float>.stride
+        guard let boxImage = ScratchMemory.lease(bytes, for: .boxImage) else { return nil }
+        // Zeroed: rows a short image never sends stay black, as before, not last image's.
+        boxImage.pointer.initializeMemory(as: Float.self, repeating: 0, count: floats)
+        self.boxImage = boxImage
     }
 
     /// Adds one decoded row: `width` pixels of `stride` samples (8- or 16-bit, host order),
@@ -153,36 +161,33 @@ struct BoxCubicShrinker {
         // Scale from the summed domain to 16-bit: 8-bit samples × 257, premultiplied 8-bit ÷ 255 × 257.
         var scales = SIMD4<Float>(repeating: (sixteenBit ? 1 : 257) / area)
         if hasAlpha && !sixteenBit { for k in 0..<colours { scales[k] = 257 / 255 / area } }
-        let base = boxRow * boxWidth * channels
+        let target = box + boxRow * boxWidth * channels
         sums.withUnsafeMutableBufferPointer { sums in
-            box.withUnsafeMutableBufferPointer { box in
-                guard let sums = sums.baseAddress, let box = box.baseAddress else { return }
-                let target = box + base
-                // (Sums of one box fit 32 bits: see `plan`'s callers.)
-                func load(_ x: Int) -> SIMD4<UInt32> {
-                    channels >= 3
-                        ? UnsafeRawPointer(sums + x * channels).loadUnaligned(as: SIMD4<UInt32>.self)
-                        : SIMD4(sums[x * channels], channels == 2 ? sums[x * channels + 1] : 0, 0, 0)
-                }
-                for bx in 0..<boxWidth {
-                    let first = bx * shrinkX
-                    var total = SIMD4<UInt32>()
-                    if first + shrinkX <= width {
-                        for x in first..<(first + shrinkX) { total &+= load(x) }
-                    } else {
-                        // The last, partial box: the edge column stands in for the missing ones.
-                        for j in 0..<shrinkX { total &+= load(min(first + j, width - 1)) }
-                    }
-                    let value = SIMD4<Float>(total) * scales
-                    if channels >= 3 {
-                        // A 3-channel store spills one lane into the next pixel (or the padding).
-                        UnsafeMutableRawPointer(target + bx * channels).storeBytes(of: value, as: SIMD4<Float>.self)
-                    } else {
-                        for k in 0..<channels { target[bx * channels + k] = value[k] }
-                    }
-                }
-                sums.update(repeating: 0, count: width * channels)
+            guard let sums = sums.baseAddress else { return }
+            // (Sums of one box fit 32 bits: see `plan`'s callers.)
+            func load(_ x: Int) -> SIMD4<UInt32> {
+                channels >= 3
+                    ? UnsafeRawPointer(sums + x * channels).loadUnaligned(as: SIMD4<UInt32>.self)
+                    : SIMD4(sums[x * channels], channels == 2 ? sums[x * channels + 1] : 0, 0, 0)
             }
+            for bx in 0..<boxWidth {
+                let first = bx * shrinkX
+                var total = SIMD4<UInt32>()
+                if first + shrinkX <= width {
+                    for x in first..<(first + shrinkX) { total &+= load(x) }
+                } else {
+                    // The last, partial box: the edge column stands in for the missing ones.
+                    for j in 0..<shrinkX { total &+= load(min(first + j, width - 1)) }
+                }
+                let value = SIMD4<Float>(total) * scales
+                if channels >= 3 {
+                    // A 3-channel store spills one lane into the next pixel (or the padding).
+                    UnsafeMutableRawPointer(target + bx * channels).storeBytes(of: value, as: SIMD4<Float>.self)
+                } else {
+                    for k in 0..<channels { target[bx * channels + k] = value[k] }
+                }
+            }
+            sums.update(repeating: 0, count: width * channels)
         }
         rowsInBox = 0
         boxRow += 1
@@ -191,43 +196,58 @@ struct BoxCubicShrinker {
     /// The output: `outWidth`×`outHeight` 8-bit pixels of 3 channels (grey is
     /// repeated) or 4 (alpha), unpremultiplied and rounded as libvips' path does.
     func finish(into output: UnsafeMutablePointer<UInt8>) {
+        // The horizontal pass's rows go where the box rows they came from were (no more memory):
+        // row y's outWidth pixels end at or before box row y + 1 starts, since the box is never
+        // narrower than the output. Else (never, for a downscale) a block of their own.
+        if outWidth <= boxWidth {
+            finish(into: output, across: box)
+            return
+        }
+        let floats = outWidth * channels * boxHeight + 1
+        let across = UnsafeMutablePointer<Float>.allocate(capacity: floats)
+        defer { across.deallocate() }
+        finish(into: output, across: across)
+    }
+
+    private func finish(into output: UnsafeMutablePointer<UInt8>, across: UnsafeMutablePointer<Float>) {
         let (channels, boxWidth, boxHeight, outWidth, outHeight) = (channels, boxWidth, boxHeight, outWidth, outHeight)
         let horizontal = Self.taps(input: boxWidth, output: outWidth, scale: plan.scaleX)
         let vertical = Self.taps(input: boxHeight, output: outHeight, scale: plan.scaleY)
         let rowFloats = outWidth * channels
-        // Horizontal pass: each box row to outWidth pixels of floats.
-        var across = [Float](repeating: 0, count: rowFloats * boxHeight + 1)
+        // Horizontal pass: each box row to outWidth pixels of floats, through one row (plus a
+        // float of padding for the four-wide stores), then into `across`, which may be the box itself.
         var down = [Float](repeating: 0, count: rowFloats)
-        box.withUnsafeBufferPointer { box in
-            across.withUnsafeMutableBufferPointer { across in
-                horizontal.weights.withUnsafeBufferPointer { weights in
-                    horizontal.start.withUnsafeBufferPointer { starts in
-                        guard let box = box.baseAddress, let across = across.baseAddress,
-                            let weights = weights.baseAddress, let starts = starts.baseAddress
-                        else { return }
-                        let taps = horizontal.count
-                        for y in 0..<boxHeight {
-                            let source = box + y * boxWidth * channels, target = across + y * rowFloats
-                            for x in 0..<outWidth {
-                                let w = weights + x * taps
-                                var pixel = source + starts[x] * channels
-                                if channels >= 3 {
-                                    var sum = SIMD4<Float>()
-                                    for t in 0..<taps {
-                                        sum += w[t] * UnsafeRawPointer(pixel).loadUnaligned(as: SIMD4<Float>.self)
-                                        pixel += channels
-                                    }
-                                    UnsafeMutableRawPointer(target + x * channels).storeBytes(
-                                        of: sum, as: SIMD4<Float>.self)
-                                } else {
-                                    for k in 0..<channels {
-                                        var sum: Float = 0
-                                        for t in 0..<taps { sum += w[t] * pixel[t * channels + k] }
-                                        target[x * channels + k] = sum
-                                    }
+        var row = [Float](repeating: 0, count: rowFloats + 1)
+        let box = UnsafePointer(self.box)
+        row.withUnsafeMutableBufferPointer { row in
+            horizontal.weights.withUnsafeBufferPointer { weights in
+                horizontal.start.withUnsafeBufferPointer { starts in
+                    guard let weights = weights.baseAddress, let starts = starts.baseAddress,
+                        let target = row.baseAddress
+                    else { return }
+                    let taps = horizontal.count
+                    for y in 0..<boxHeight {
+                        let source = box + y * boxWidth * channels
+                        for x in 0..<outWidth {
+                            let w = weights + x * taps
+                            var pixel = source + starts[x] * channels
+                            if channels >= 3 {
+                                var sum = SIMD4<Float>()
+                                for t in 0..<taps {
+                                    sum += w[t] * UnsafeRawPointer(pixel).loadUnaligned(as: SIMD4<Float>.self)
+                                    pixel += channels
+                                }
+                                UnsafeMutableRawPointer(target + x * channels).storeBytes(
+                                    of: sum, as: SIMD4<Float>.self)
+                            } else {
+                                for k in 0..<channels {
+                                    var sum: Float = 0
+                                    for t in 0..<taps { sum += w[t] * pixel[t * channels + k] }
+                                    target[x * channels + k] = sum
                                 }
                             }
                         }
+                        (across + y * rowFloats).update(from: target, count: rowFloats)
                     }
                 }
             }
@@ -235,36 +255,33 @@ struct BoxCubicShrinker {
         let outChannels = hasAlpha ? 4 : 3
         let colours = hasAlpha ? channels - 1 : channels
         let (hasAlpha, sixteenBit) = (hasAlpha, sixteenBit)
-        across.withUnsafeBufferPointer { across in
-            down.withUnsafeMutableBufferPointer { down in
-                vertical.weights.withUnsafeBufferPointer { weights in
-                    guard let across = across.baseAddress, let down = down.baseAddress,
-                        let weights = weights.baseAddress
-                    else { return }
-                    let taps = vertical.count
-                    for y in 0..<outHeight {
-                        // Vertical pass, a tap at a time over the whole row (vectorises).
-                        down.update(repeating: 0, count: rowFloats)
-                        for t in 0..<taps {
-                            let weight = weights[y * taps + t]
-                            let source = across + (vertical.start[y] + t) * rowFloats
-                            for i in 0..<rowFloats { down[i] += weight * source[i] }
+        let across = UnsafePointer(across)
+        down.withUnsafeMutableBufferPointer { down in
+            vertical.weights.withUnsafeBufferPointer { weights in
+                guard let down = down.baseAddress, let weights = weights.baseAddress else { return }
+                let taps = vertical.count
+                for y in 0..<outHeight {
+                    // Vertical pass, a tap at a time over the whole row (vectorises).
+                    down.update(repeating: 0, count: rowFloats)
+                    for t in 0..<taps {
+                        let weight = weights[y * taps + t]
+                        let source = across + (vertical.start[y] + t) * rowFloats
+                        for i in 0..<rowFloats { down[i] += weight * source[i] }
+                    }
+                    let target = output + y * outWidth * outChannels
+                    for x in 0..<outWidth {
+                        let pixel = down + x * channels, out = target + x * outChannels
+                        if hasAlpha {
+                            // vips_unpremultiply (alpha under 0.01 of a level gives black), then
+                            // vips_cast's truncation; the alpha band itself clipped and truncated.
+                            let alpha = min(65535, max(0, pixel[colours]))
+                            let factor = alpha < 0.01 * 257 ? 0 : 65535 / alpha
+                            for k in 0..<colours { out[k] = Self.truncated(pixel[k] * factor, sixteenBit) }
+                            out[3] = Self.truncated(alpha, sixteenBit)
+                        } else {
+                            for k in 0..<colours { out[k] = Self.rounded(pixel[k], sixteenBit) }
                         }
-                        let target = output + y * outWidth * outChannels
-                        for x in 0..<outWidth {
-                            let pixel = down + x * channels, out = target + x * outChannels
-                            if hasAlpha {
-                                // vips_unpremultiply (alpha under 0.01 of a level gives black), then
-                                // vips_cast's truncation; the alpha band itself clipped and truncated.
-                                let alpha = min(65535, max(0, pixel[colours]))
-                                let factor = alpha < 0.01 * 257 ? 0 : 65535 / alpha
-                                for k in 0..<colours { out[k] = Self.truncated(pixel[k] * factor, sixteenBit) }
-                                out[3] = Self.truncated(alpha, sixteenBit)
-                            } else {
-                                for k in 0..<colours { out[k] = Self.rounded(pixel[k], sixteenBit) }
-                            }
-                            if colours == 1 { (out[1], out[2]) = (out[0], out[0]) }
-                        }
+                        if colours == 1 { (out[1], out[2]) = (out[0], out[0]) }
                     }
                 }
             }

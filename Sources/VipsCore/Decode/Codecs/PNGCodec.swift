@@ -152,6 +152,9 @@ struct PNGCodec: DirectCodec {
                 width: chunks.width, height: chunks.height, channels: chunks.channels, hasAlpha: chunks.hasAlpha,
                 sixteenBit: chunks.sixteenBit, outWidth: plan.width, outHeight: plan.height)
             : nil
+        if plan.resampled && shrinker == nil {
+            throw VipsError(.tooLarge, "\(label): cannot allocate the shrink's working memory")
+        }
         let target = pixels.pointer.assumingMemoryBound(to: UInt8.self)
         let cancellation = DecodeCancellation.active
         for y in 0..<chunks.height {
