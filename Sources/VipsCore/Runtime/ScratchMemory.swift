@@ -5,7 +5,7 @@ import Foundation
 /// them in for every image: a block above the allocator's mmap threshold
 /// (256 KiB in the CLI) would otherwise be mapped, zeroed by the kernel and
 /// unmapped each time. Measured on 2000×1500 PNGs (`Benchmarks/faults.sh`):
-/// the box shrink's image and the pass after it were about 800 of the 1,560
+/// the box shrink's image and the pass after it were about 900 of the 1,560
 /// minor faults per image.
 ///
 /// Each `Use` keeps one block per thread, so uses that overlap on a thread
