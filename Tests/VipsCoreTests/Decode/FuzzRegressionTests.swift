@@ -13,6 +13,63 @@ final class FuzzRegressionTests: XCTestCase {
         maxPixelCount: 4_000_000, maxDimension: 8_192, maxPages: 64,
         maxInputBytes: 1 << 20)
 
+    /// Found by the test command's fuzz smoke run on CI's machine: an ICO whose entries disagree in
+    /// shape, a 16×16 BMP entry beside a 3328×7 PNG one. `info` reports the largest by area (3328×7);
+    /// a 16×9 box took the 16×16 entry and gave a 9×9 bitmap, taller than the image `info` described.
+    /// An entry wider or taller than the largest is now left out (`ICODirectory`).
+    func testAnICOEntryOutsideTheLargestIsNeverDecoded() throws {
+        let crasher = try XCTUnwrap(
+            Data(
+                base64Encoded:
+                    "AAABAAIAEBAAAAEAIABoAwAAJgAAAA0HAAABACAAwAEAAI4DAAAoAAAAEAAAACAAAAABABgAAAAAAAAAAAATCwAAEwsAAAAAAAAA"
+                    + "AAAAbXpxXWFvYFZgTFVqQlKBUGjKZHXTtXrHwWpskWpVoWtSp31jpoJ1kH+/g4zJdJPGb3F3aVduZUptVzxzR1G8WF6+anG5uYG6"
+                    + "wnVfkG9NgGVBknJNnINeiXt0e4W/a4bAdm6Fc1VzuE58c1i/YGJ0XWpuaH2lv4iffoBXknRKhWxHhW5DjXpXhYd0cJDRbXTId2qD"
+                    + "xVqB0V2Cv2F6dHBufHZpdntYf4dShYZRjHhLim9BlH5ElJFdl9BzgNPEbX+HgoaF0nGR33OE0aN7fnFxgoVihIxUh35QmYdNoHxC"
+                    + "h3ZJn49anJqz2NLGh9bThcmI13aS22GP5reLjK96iLZsf39hhYZSyoZckItnnYZljnNioJKvlpjE16DS1JPU0YOVnXCSl2+dlLSK"
+                    + "hLCKgW98cn5/foJ7yIp4jpOBi4R/inFti4lvkZbD0KXG05HN132Efnp/f3mCh7iHibGMgWSHcmyNdXaAhIJ+f398dG96e3RvgIZ4"
+                    + "fpd4wad3x556wYV3aMdvbL9zfrd5z6+OzXeSc26QcHSSdneIbWyKaGKCZ3R4b4Zzf5pqwe5vvOtme91nauFbZMhldMJ7xb6IvquT"
+                    + "rG6SZGmdcF+ZdF6TelyIfmOBfXx0eJVmcOZ3bu5ucuNecJR+coV0cX93vrWDrWeSVnSVZnSdem+3g2Wxe1yZyWSGk3eDiYx4baWL"
+                    + "dvu9ffRuhpN8gH53enWId3GTanmYVnakZnmzcoq5eHmjfnGjznSd34iQkpiWg+vXhvrYgfTPmoSOjXOIf3KIcHmUWXqfU3SyV4v9"
+                    + "YuH+bNejc5KYloqSrJOdnJqdl93in+jp25zdo5DoiHmBiWiFe3eXcoWdXn3oW+T0a/DwcN2sgd+IkNh2naOYmqCVnqjioazv7Jru"
+                    + "k36OhWt7fmZudX15fImCZ4DeYNzscOTxc86gfMmGmMh7opF6mJOCnZ/WnaLi25TggoWBeXFubW1la2puWnKHVXfLY4DhapHShoV/"
+                    + "kndgloVrr4ZvoYSBmYjNlpDcg5fYAAMAAAAAAAAAAAAAAAAAAAAAAAAAAE1lbUZyZWUAAAAAHgAA//8AAP//AAAP/wAAD/4AAAfA"
+                    + "AAADAAAAAAAAACgAAAAADQAADgAAAAEAIAAGAAAAAAAAABMLAAATCwAAAAAAAAAAAAAAAP8AAP8AAP8AAAAAAAD/aIpjiFZqWphY"
+                    + "Y1ygXmphn1ZlbJlPcG+SYGuCkMRbe5fQVmqk3FVWselgVLPqclqnoH5jlG5/go1nb26cXWxlo2VqZ6FXZW+YSHhtkGZ6cYzGc4eS"
+                    + "1GZ7oNBaX63kXlKv8Wtepad6ZZSEgn2WeG5zpG5ofKppaoCkXnh8mFF6f4togIiEeo+JiIN9cJaMcW6j33Btp/OAa6Cmi4GTmXiP"
+                    + "nohoha14aYGxaHSHqFN4jJdRdpmGWo/ffGjl3X502YCLfJN0maGIcZ+4joObqJKOk6KL6KOGdICxh2SDtHl0kqpwhJWXXn7dhFzm"
+                    + "5nhu8uF6dN6ch4XfeJSV12eboqGNmZ6cjpKTfY6fhWp7rX1lbrF1fXioe4mAl2eA3IVg3Op7dEqFbEeFbkONeleFh3RwkNFtdMh3"
+                    + "aoPFWoHRXYK/YXp0cG58dml2e1h/h1KFhlGMeEuKb0GUfkSUkV2X0HOA08Rtf4eChoXScZHfc4TRo3t+cXGChWKEjFSHflCZh02g"
+                    + "fEKHdkmfj1qcmrPY0saH1tOFyYjXdpLbYY/mt4uMr3qItmx/f2GFhlLKhlyQi2edhmWOc2Kgkq+WmMTXoNLUk9TRg5WdcJKXb52U"
+                    + "tIqEsIqBb3xyfn9+gnvIiniOk4GLhH+KcW2LiW+RlsPQpcbTkc3XfYR+en9/eYKHuIeJsYyBZIdybI11doCEgn5/f3x0b3p7dG+A"
+                    + "hnh+l3jBp3fHnnrBhXdox29sv3N+t3nPr47Nd5JzbpBwdJJ2d4htbIpoYoJndHhvhnN/mmrB7m+862Z73Wdq4VtkyGV0wnvFvoi+"
+                    + "q5OsbpJkaZ1wX5l0XpN6XIh+Y4F9fHR4lWZw5ndu7m5y415wlH5yhXRxf3e+tYOtZ5JWdJVmdJ16b7eDZbF7XJnJZIaTd4OJjHht"
+                    + "pYt2+7199G6Gk3yAfnd6dYh3cZNqeZhWdqRmebNyirl4eaN+caPOdJ3fiJCSmJaD69eG+tiB9M+ahI6Nc4h/cohweZRZep9TdLJX"
+                    + "i/1i4f5s16NzkpiWipKsk52cmp2X3eKf6OnbnN2jkOiIeYGJaIV7d5dyhZ1efehb5PRr8PBw3ayB34iQ2Hado5iaoJWeqOKhrO/s"
+                    + "mu6Tfo6Fa3t+Zm51fXl8iYJngN5g3Oxw5PFzzqB8yYaYyHuikXqYk4Kdn9adouLblOCChYF5cW5tbWVram5acodVd8tjgOFqkdKG"
+                    + "hX+Sd2CWhWuvhm+hhIGZiM2WkNyDl9gAAwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAeAAD//wAA//8AAA//AAAP/gAA"
+                    + "B8AAAAMAAAAAAAAAKAAAAA0AAAAOAAAAAQAgAAYAAAAAAAAAEwsAABMLAAAAAAAAAAAAAAAA/wAA/wAA/wAAAAAAAP9oimOIVmpa"
+                    + "mFhjXKBeamGfVmVsmU9wb5Jga4KQxFt7l9BWaqTcVVax6WBUs+pyWqegfmOUbn+CjWdvbpxdbGWjZWpnoVdlb5hIeG2QZnpxjMZz"
+                    + "h5LUZnug0FpfreReUq/xa16lp3pllISCfZZ4bnOkbmh8qmlqgKReeHyYUXp/i2iAiIR6j4mIg31wloxxbqPfcG2n84BroKaLgZOZ"
+                    + "eI+eiGiFrXhpgbFodIeoU3iMl1F2mXHl7n10zp6KfcmDmJnIeJ6ikXibmJKAkoKFgZZ5cW6kbW1lqmtqbqRacoeYVXfLi2OA4YRq"
+                    + "kdKIhoV/lpJ3YKOWhWunr4ZvoKGEgZMAAAAAAAAAAAAAAAADAAAAAwAAAAMAAAAAAAAA"))
+        let decoder = ImageDecoder(options: DecodeOptions(limits: harnessLimits))
+        let info = try decoder.info(.data(crasher))
+        XCTAssertEqual([info.width, info.height], [3328, 7])
+        for size in [TargetSize.original, .maxPixelSize(64), .fit(width: 16, height: 9)] {
+            for strict in [false, true] {
+                var options = decoder.options
+                options.strict = strict
+                do {
+                    let bitmap = try ImageDecoder(options: options).decode(.data(crasher), size: size)
+                    XCTAssertLessThanOrEqual(bitmap.width, info.width, "\(size), strict \(strict)")
+                    XCTAssertLessThanOrEqual(bitmap.height, info.height, "\(size), strict \(strict)")
+                } catch {
+                    XCTAssertTrue([.truncatedData, .corruptData].contains(error.kind), "\(size): \(error)")
+                }
+            }
+        }
+    }
+
     /// Found in the 30-minute run after the direct PNG path came (about 94,000 executions):
     /// a PNG whose pHYs chunk type was mutated to "pH\\xB6s" before IDAT. libpng (so libvips'
     /// probe) refuses a chunk type that is not four letters; libspng skips it, so the direct

@@ -47,6 +47,24 @@ final class ICODecoderTests: XCTestCase {
             [0, 0, 255])
     }
 
+    /// Entries that disagree in shape (a broken or hostile file): one wider or taller than the largest
+    /// is left out, so no box gets an image outside the size `info` reports (fuzzer-found: a 16×16
+    /// entry beside a 3328×7 one gave 9×9 for a 16×9 box).
+    func testAnEntryOutsideTheLargestIsLeftOut() throws {
+        let (data, expected) = try LegacyFormatWriter.ico([
+            .init(try LegacyFormatWriter.Pixels.generated(width: 40, height: 4, seed: 7, alpha: true), png: true),
+            .init(try icon(12, seed: 8), layout: .thirtyTwo(alpha: true))
+        ])
+        let info = try decoder.info(.data(data))
+        XCTAssertEqual([info.width, info.height], [40, 4], "the largest entry by area")
+        for size in [TargetSize.original, .maxPixelSize(12), .fit(width: 16, height: 9), .maxPixelSize(64)] {
+            let bitmap = try decoder.decode(.data(data), size: size)
+            XCTAssertLessThanOrEqual(bitmap.width, 40, "\(size)")
+            XCTAssertLessThanOrEqual(bitmap.height, 4, "\(size): never the 12×12 entry")
+        }
+        RasterAssert.equal(try decoder.decode(.data(data)), expected[0], "original: the 40×4 entry")
+    }
+
     func testTiesGoToTheDeeperEntry() throws {
         let (data, expected) = try LegacyFormatWriter.ico([
             .init(try icon(24, seed: 4), layout: .palette(bits: 4)),

@@ -78,13 +78,20 @@ struct ICODirectory {
         guard !entries.isEmpty else {
             throw firstError ?? VipsError(.corruptData, "\(label): the \(format) file has no image that can be read")
         }
-        self.entries = entries
+        // An icon's entries are one picture at several sizes. One wider or taller than the largest
+        // (a broken or hostile file) is left out, so every entry decoded fits within the size `info`
+        // reports for the file and the limits are checked against.
+        let largest = Self.largest(of: entries)
+        self.entries = entries.filter { $0.width <= largest.width && $0.height <= largest.height }
+    }
+
+    /// The largest of `entries` by area, ties to the deeper one.
+    private static func largest(of entries: [Entry]) -> Entry {
+        entries.max { ($0.area, $0.bitsPerPixel) < ($1.area, $1.bitsPerPixel) } ?? entries[0]
     }
 
     /// The largest entry (ties to the deeper one): what the original size shows.
-    var largest: Entry {
-        entries.max { ($0.area, $0.bitsPerPixel) < ($1.area, $1.bitsPerPixel) } ?? entries[0]
-    }
+    var largest: Entry { Self.largest(of: entries) }
 
     /// The entry that fits `box` best: the smallest that is at least as large
     /// as the box (one that needs no upscaling to fit it), else the largest;
