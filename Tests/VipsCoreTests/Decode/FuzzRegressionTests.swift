@@ -70,6 +70,44 @@ final class FuzzRegressionTests: XCTestCase {
         }
     }
 
+    /// Found by the test command's fuzz smoke run on a fresh machine: an ICO with a 16×16 entry and
+    /// a 13×7 one, inside it but of another shape. `info` reports 16×16; a fill into 7×7 took the
+    /// 13×7 entry (the smallest covering the box) and gave 7×4. Only entries of the largest's
+    /// shape are picked for a box now (`ICODirectory.entry(fitting:)`).
+    func testAnICOEntryOfAnotherShapeIsNeverPickedForABox() throws {
+        let crasher = try XCTUnwrap(
+            Data(
+                base64Encoded:
+                    "AAABAAIAEBAAAAEAIABoAwAAJgAAAA0HAAABACAAwAEAAI4DAAAoAAAAEAAAACAAAAABABgAAAAAAAAAAAATCwAAEwsAAAAAAAAA"
+                    + "AAAAbXpxXWFvYFZgTFVqQlKBUGjKZHXTtXrHwWpskWpVoWtSp31jpoJ1kH+/g4zJdJPGb3F3aVduZUptVzxzR1G8WF6+anG5uYG6"
+                    + "wnVfkG9NgGVBknJNnINeiXt0e4W/a4bAdm6Fc1VzuE58c1i/YGJ0XWpuaH2lv4iffoBXknRKhWxHhW5DjXpXhYd0cJDRbXTId2qD"
+                    + "xVqB0V2Cv2F6dHBufHZpdntYf4dShYZRjHhLim9BlH5ElJFdl9BzgNPEbX+HgoaF0nGR33OE0aN7fnFxgoVihIxUh35QmYdNoHxC"
+                    + "h3ZJn49anJqz2NLGh9bThcmI13aS22GP5reLjK96iLZsf39hhYZayoZckItnnYZljnNioJKvlpjE16DS1JPU0YOVnXCSl2+dlLSK"
+                    + "hLCKgW98cn5/foJ7yIp4jpOBi4R/inFti4lvkZbD0KXG05HN132Efnp/f3mCh7iHibGMgWSHcmyNdXaAhIJ+f398dG96e3RvgIZ4"
+                    + "fpd4wad3x556wYV3aMdvbL9zfrd5z6+OzXeSc26QcHSSdneIbWyKaGKCZ3R4b4Zzf5pqwe5vvOtme91nauFbZMhldMJ7xb6IvquT"
+                    + "rG6SZGmdcF+ZdF6TelyIfmOBfXx0eJVmcOZ3bu5ucuNecJR+coV0cX93vrWDrWeSVnSVZnSdem+3g2Wxe1yZyWSGk3eDiYx4baWL"
+                    + "dvu9ffRuhpN8gH53enWId3GTanmYVnakZnmzcoq5eHmjfnGjznSd34iQkpiWg+vXhvrYgfTPmoSOjXOIf3KIcHmUWXqfU3SyV4v9"
+                    + "YuH+bNejc5KYloqSrJOdnJqdl93in+jp25zdo5DoiHmBiWiFe3eXcoV9nV7oW+T0a/DwcN2sgd+IkNh2naOYmqCVnqjioazv7Jru"
+                    + "k36OhWt7fmZudX15fImCZ4DeYNzscOTxc86gfMmGmMh7opF6mJOCnZ/WnaLi25TggoWBeXFubW1la2puWnKHVXfLY4DhapHShoV/"
+                    + "kndgloVrr4ZvoYSBmYjNlpDcg5fYAAMAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAHgAA//8AAP//AAAP/wAAD/4AAAfA"
+                    + "AAADAAAAAAAAACgAAAANAAAADgAAAAEAIAAGAAAAAAAAABMLAAATCwAAAAAAAAAAAAAAAP8AAP8AAP8AAAAAAAD/aIpjiFZqWphY"
+                    + "Y1ygXmphn1ZlbJlPcG+SYGuCkMRbe5fQVmqk3FVWselgVBIBAwABAAAAs+pyWqegfmOUbn+CjWdvbpxdbGWjZWpnoVdlb5hIeG2Q"
+                    + "ZnpxjMZzh5LUZnug0FpfreReUq/xa16lp3pllISCfZZ4bnOkbmh8qmlqgKReeHyYUXp/i2iAiIR6j4mIg31wloxxbqPfcG2n84Br"
+                    + "oKaLgZOZeI+eiGiFrXhpgbFodIeoU3iMl1F2mYZaj998aOXdfnTZgIt8k3SZoYhxn7iOg5uoko6Toovoo4Z0gLGHZIO0eXSSqnCE"
+                    + "lZdeft2EXObmeG7y4Xp03pyHhd94lJXXZ5uioY2ZnpyOkpN9jp+FanutfWVusXV9eKh7iYCXZ4DchWDc6ntx5e59dM6ein3Jg5iZ"
+                    + "yHieopF4m5iSgJKChYGWeXFupG1tZapram6kWnKHmFV3y4tjgOGEapHSiIaFf5aSd2CjloVrp6+Gb6ChhIGTAAAAAAAAAAAAAAAA"
+                    + "AwAAAAMAAAADAAAAAAAAAA=="))
+        let decoder = ImageDecoder(options: DecodeOptions(limits: harnessLimits))
+        let info = try decoder.info(.data(crasher))
+        XCTAssertEqual([info.width, info.height], [16, 16])
+        for mode in [ResizeMode.fill(.northEast), .stretch, .fill(.centre)] {
+            let bitmap = try decoder.decode(.data(crasher), size: .maxPixelSize(7), mode: mode)
+            XCTAssertEqual([bitmap.width, bitmap.height], [7, 7], "\(mode)")
+        }
+        let fitted = try decoder.decode(.data(crasher), size: .maxPixelSize(7))
+        XCTAssertEqual([fitted.width, fitted.height], [7, 7], "the 16×16 entry's shape")
+    }
+
     /// Found in the 30-minute run after the direct PNG path came (about 94,000 executions):
     /// a PNG whose pHYs chunk type was mutated to "pH\\xB6s" before IDAT. libpng (so libvips'
     /// probe) refuses a chunk type that is not four letters; libspng skips it, so the direct

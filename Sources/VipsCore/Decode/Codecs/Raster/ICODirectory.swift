@@ -93,12 +93,19 @@ struct ICODirectory {
     /// The largest entry (ties to the deeper one): what the original size shows.
     var largest: Entry { Self.largest(of: entries) }
 
-    /// The entry that fits `box` best: the smallest that is at least as large
-    /// as the box (one that needs no upscaling to fit it), else the largest;
-    /// ties to the deeper one. The original size (no box) is the largest.
+    /// The entry that fits `box` best: the smallest of the largest's shape
+    /// that is at least as large as the box (one that needs no upscaling to
+    /// fit it), else the largest; ties to the deeper one. The original size
+    /// (no box) is the largest. An entry of another shape (a 13×7 beside a
+    /// 16×16) is another picture, whose thumbnail would not have the shape
+    /// `info` promises: it is never picked.
     func entry(fitting box: (width: Int, height: Int)?) -> Entry {
+        let largest = largest
         guard let box else { return largest }
-        let covering = entries.filter { $0.width >= box.width || $0.height >= box.height }
+        let covering = entries.filter {
+            $0.width * largest.height == $0.height * largest.width
+                && ($0.width >= box.width || $0.height >= box.height)
+        }
         return covering.min { ($0.area, -$0.bitsPerPixel) < ($1.area, -$1.bitsPerPixel) } ?? largest
     }
 }
