@@ -5,7 +5,7 @@ set -euo pipefail
 
 # libcurl4-openssl-dev: VipsLoad's HTTP transport (libcurl's multi interface, TLS through OpenSSL);
 # ca-certificates: the CA store libcurl verifies https servers against.
-packages=(libvips-dev libvips-tools libturbojpeg0-dev libwebp-dev libspng-dev libtiff-dev libtiff-tools libexif-dev liblcms2-dev libxxhash-dev
+packages=(libvips-dev libvips-tools libturbojpeg0-dev libwebp-dev libspng-dev libdeflate-dev libtiff-dev libtiff-tools libexif-dev liblcms2-dev libxxhash-dev
   libmicrohttpd-dev libcurl4-openssl-dev ca-certificates libjpeg-turbo-progs pkg-config "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -11,8 +11,8 @@ import Foundation
 /// Each `Use` keeps one block per thread, so uses that overlap on a thread
 /// each find their own again at the next image. A block is taken off its thread while in use (a nested use of
 /// the same kind gets a fresh one), kept for the thread's next image only up
-/// to `keptLimit` bytes, and freed when the thread ends. A thread therefore
-/// holds at most `keptLimit` bytes per use between images.
+/// to its use's `keptLimit` bytes, and freed when the thread ends. A thread therefore
+/// holds at most the sum of the uses' `keptLimit`s between images (4 + 4 + 16 + 16 MiB).
 enum ScratchMemory {
     /// What a block is for; each keeps its own block per thread.
     enum Use: Int, CaseIterable {
@@ -20,10 +20,20 @@ enum ScratchMemory {
         case resizeRows
         /// `BoxCubicShrinker`'s box-shrunk image (its horizontal pass reuses it in place).
         case boxImage
-    }
+        /// `PNGImageData`'s inflated image data.
+        case inflatedPNG
+        /// `PNGImageData`'s compressed stream, gathered from several IDAT chunks.
+        case compressedPNG
 
-    /// The largest block a thread keeps between images, per use.
-    static let keptLimit = 4 << 20
+        /// The largest block a thread keeps between images for this use.
+        var keptLimit: Int {
+            switch self {
+            case .resizeRows, .boxImage: return 4 << 20
+            case .inflatedPNG: return PNGImageData.budget
+            case .compressedPNG: return PNGImageData.budget
+            }
+        }
+    }
 
     /// Bytes before the usable memory: the block's capacity, and alignment.
     private static let header = 64
@@ -94,7 +104,7 @@ enum ScratchMemory {
     /// Keeps `block` as this thread's block for `use` when it is small enough and the slot is free.
     private static func giveBack(_ block: UnsafeMutableRawPointer, _ use: Use) {
         let key = keys[use.rawValue]
-        if block.load(as: Int.self) <= keptLimit, pthread_getspecific(key) == nil {
+        if block.load(as: Int.self) <= use.keptLimit, pthread_getspecific(key) == nil {
             pthread_setspecific(key, block)
         } else {
             free(block)

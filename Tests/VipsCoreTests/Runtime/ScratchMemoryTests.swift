@@ -31,10 +31,10 @@ final class ScratchMemoryTests: XCTestCase {
         small = nil
         XCTAssertGreaterThanOrEqual(ScratchMemory.keptBytes(for: .boxImage), 64 << 10)
         // A lease larger than the kept limit takes the kept block's place, and is not kept after it.
-        var large = ScratchMemory.lease(ScratchMemory.keptLimit + 1, for: .boxImage)
+        var large = ScratchMemory.lease(ScratchMemory.Use.boxImage.keptLimit + 1, for: .boxImage)
         let pointer = try XCTUnwrap(large).pointer
-        pointer.initializeMemory(as: UInt8.self, repeating: 0xA5, count: ScratchMemory.keptLimit + 1)
-        XCTAssertEqual(pointer.load(fromByteOffset: ScratchMemory.keptLimit, as: UInt8.self), 0xA5)
+        pointer.initializeMemory(as: UInt8.self, repeating: 0xA5, count: ScratchMemory.Use.boxImage.keptLimit + 1)
+        XCTAssertEqual(pointer.load(fromByteOffset: ScratchMemory.Use.boxImage.keptLimit, as: UInt8.self), 0xA5)
         XCTAssertEqual(ScratchMemory.keptBytes(for: .boxImage), 0, "taken off the thread while in use")
         large = nil
         XCTAssertEqual(ScratchMemory.keptBytes(for: .boxImage), 0, "freed, not kept")

@@ -2,10 +2,12 @@ import CSPNG
 import CVipsShim
 import Foundation
 
-/// The direct PNG codec: libspng decodes row by row and each row goes
-/// straight into a streaming box shrink (`BoxCubicShrinker`), so a large PNG
-/// never exists at full size, without libvips' loader, its operation objects
-/// or its second header parse. The residual resize, the premultiplied
+/// The direct PNG codec: each row goes straight into a streaming box shrink
+/// (`BoxCubicShrinker`), without libvips' loader, its operation objects or its
+/// second header parse. Image data that inflates within `PNGImageData.budget`
+/// is inflated in one call by libdeflate and unfiltered row by row; larger
+/// images are decoded row by row by libspng, so a large PNG never exists at
+/// full size. The residual resize, the premultiplied
 /// handling of alpha, the 16-bit to 8-bit step and the EXIF rotation follow
 /// the libvips fast path (the same output size, the same kernel).
 ///
@@ -24,6 +26,8 @@ struct PNGCodec: DirectCodec {
     struct Header {
         let reader: PNGReader
         let chunks: PNGHeader
+        /// The whole input, for the image data inflated in one call (`PNGImageData`).
+        let input: ImageInput
     }
 
     /// The most memory the direct path's shrink may hold; a larger residual reduce streams through libvips.
@@ -39,7 +43,7 @@ struct PNGCodec: DirectCodec {
         func reading(_ reader: PNGReader?) -> CodecHeader<Header> {
             guard let reader else { return .unread("input not readable") }
             guard let chunks = reader.header else { return .unread("header not understood by libspng") }
-            return .read(Header(reader: reader, chunks: chunks))
+            return .read(Header(reader: reader, chunks: chunks, input: input))
         }
         switch input {
         case .file(let path):
@@ -112,40 +116,48 @@ struct PNGCodec: DirectCodec {
         let bytesPerSample = chunks.sixteenBit ? 2 : 1
         let (stride, overflow) = (chunks.width * bytesPerSample).multipliedReportingOverflow(by: decodedChannels)
         guard !overflow else { return nil }
-        // Lenient: the image data's chunk CRCs are not computed (about 8 % of a large PNG's
-        // instructions; zlib's Adler-32 is already skipped). The header chunks, read before this,
-        // were checked. Damaged data then still fails in inflate or the row filters, typed (strict)
-        // or handed to libvips (lenient), or decodes to wrong pixels, as it would with a right CRC
-        // over wrong bytes. Strict: every CRC is checked, a mismatch fails the decode.
-        if !options.strict {
-            spng_set_crc_action(reader.context, Int32(SPNG_CRC_USE.rawValue), Int32(SPNG_CRC_DISCARD.rawValue))
+        // Image data that inflates within a budget is inflated in one call by libdeflate and
+        // unfiltered here; anything else (or anything unexpected in it) streams through libspng.
+        var image: PNGImageData?
+        if PNGImageData.layout(of: chunks) != nil {
+            image = PNGImageData.inflate(header.input, header: chunks, strict: options.strict)
         }
-        var flags = chunks.interlaced ? 0 : Int32(SPNG_DECODE_PROGRESSIVE.rawValue)
-        if chunks.hasTRNS { flags |= Int32(SPNG_DECODE_TRNS.rawValue) }
         // An interlaced image is decoded whole (the route keeps it under a budget), then read row by row.
         var whole: UnsafeMutableRawPointer?
         defer { g_free(whole) }
-        if chunks.interlaced {
-            let (size, overflow) = stride.multipliedReportingOverflow(by: chunks.height)
-            guard !overflow, let block = g_try_malloc(gsize(max(1, size))) else {
-                throw VipsError(.tooLarge, "\(label): cannot allocate \(size) bytes to deinterlace")
+        if image == nil {
+            // Lenient: the image data's chunk CRCs are not computed (about 8 % of a large PNG's
+            // instructions; zlib's Adler-32 is already skipped). The header chunks, read before this,
+            // were checked. Damaged data then still fails in inflate or the row filters, typed (strict)
+            // or handed to libvips (lenient), or decodes to wrong pixels, as it would with a right CRC
+            // over wrong bytes. Strict: every CRC is checked, a mismatch fails the decode.
+            if !options.strict {
+                spng_set_crc_action(reader.context, Int32(SPNG_CRC_USE.rawValue), Int32(SPNG_CRC_DISCARD.rawValue))
             }
-            whole = block
-            let status = spng_decode_image(reader.context, block, size, format, flags)
-            if status != 0 {
-                guard options.strict else { return nil }
-                throw Self.failure(status, label: label)
+            var flags = chunks.interlaced ? 0 : Int32(SPNG_DECODE_PROGRESSIVE.rawValue)
+            if chunks.hasTRNS { flags |= Int32(SPNG_DECODE_TRNS.rawValue) }
+            if chunks.interlaced {
+                let (size, overflow) = stride.multipliedReportingOverflow(by: chunks.height)
+                guard !overflow, let block = g_try_malloc(gsize(max(1, size))) else {
+                    throw VipsError(.tooLarge, "\(label): cannot allocate \(size) bytes to deinterlace")
+                }
+                whole = block
+                let status = spng_decode_image(reader.context, block, size, format, flags)
+                if status != 0 {
+                    guard options.strict else { return nil }
+                    throw Self.failure(status, label: label)
+                }
+            } else {
+                guard spng_decode_image(reader.context, nil, 0, format, flags) == 0 else { return nil }
             }
-        } else {
-            guard spng_decode_image(reader.context, nil, 0, format, flags) == 0 else { return nil }
         }
 
         let plan = plan(header, request)
         let outChannels = chunks.hasAlpha ? 4 : 3
         let pixels = try PixelStorage.allocate(
             width: plan.width, height: plan.height, channels: outChannels, label: label)
-        let row = UnsafeMutableRawPointer.allocate(byteCount: max(1, stride), alignment: 16)
-        defer { row.deallocate() }
+        let rowBuffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, stride), alignment: 16)
+        defer { rowBuffer.deallocate() }
         var shrinker =
             plan.resampled
             ? BoxCubicShrinker(
@@ -160,8 +172,16 @@ struct PNGCodec: DirectCodec {
         for y in 0..<chunks.height {
             // A cancelled or timed-out decode stops here, between rows (`DecodeCancellation`).
             if y & 63 == 0 { try cancellation?.check(progress: "stopped after \(y) of \(chunks.height) rows") }
-            let row = whole.map { $0 + y * stride } ?? row
-            let status = whole == nil ? spng_decode_row(reader.context, row, stride) : 0
+            let row: UnsafeMutableRawPointer
+            var status: Int32 = 0
+            if let next = image?.nextRow() {
+                row = next
+            } else if let whole {
+                row = whole + y * stride
+            } else {
+                row = rowBuffer
+                status = spng_decode_row(reader.context, row, stride)
+            }
             // The last row ends the image (SPNG_EOI); anything else is damage.
             guard status == 0 || (status == Int32(SPNG_EOI.rawValue) && y == chunks.height - 1) else {
                 // Lenient: libvips decodes what is there, its own way. Strict: typed, as libvips' would be.
