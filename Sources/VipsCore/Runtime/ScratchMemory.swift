@@ -25,12 +25,19 @@ enum ScratchMemory {
         /// `PNGImageData`'s compressed stream, gathered from several IDAT chunks.
         case compressedPNG
 
+        /// Whether a fresh block is made `keptLimit` bytes long whatever is asked (when that is
+        /// enough), so it never has to be made again for a larger image: only the pages
+        /// written are resident, so the unused rest costs address space, not memory. For the
+        /// inflated PNG's blocks, whose size varies with every image (9 MB for a 2000×1500 RGB,
+        /// 12 MB with alpha).
+        var reservesKeptLimit: Bool { self == .inflatedPNG || self == .compressedPNG }
+
         /// The largest block a thread keeps between images for this use.
         var keptLimit: Int {
             switch self {
             case .resizeRows, .boxImage: return 4 << 20
-            case .inflatedPNG: return PNGImageData.budget
-            case .compressedPNG: return PNGImageData.budget
+            case .inflatedPNG: return PNGImageData.budget + ScratchMemory.header
+            case .compressedPNG: return PNGImageData.budget + ScratchMemory.header
             }
         }
     }
@@ -78,9 +85,10 @@ enum ScratchMemory {
             block = nil
         }
         if block == nil {
+            let capacity = use.reservesKeptLimit ? max(needed, use.keptLimit) : needed
             var fresh: UnsafeMutableRawPointer?
-            guard posix_memalign(&fresh, header, needed) == 0, let fresh else { return nil }
-            fresh.storeBytes(of: needed, as: Int.self)
+            guard posix_memalign(&fresh, header, capacity) == 0, let fresh else { return nil }
+            fresh.storeBytes(of: capacity, as: Int.self)
             block = fresh
         }
         guard let block else { return nil }

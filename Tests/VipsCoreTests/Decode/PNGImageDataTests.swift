@@ -24,7 +24,8 @@ final class PNGImageDataTests: XCTestCase {
                     let image = FilteredPNG(
                         width: width, height: 23, colourType: colourType, channels: channels,
                         seed: width * 31 + Int(colourType), chunkSize: chunkSize)
-                    let what = "type \(colourType), \(width) wide, IDAT chunks of \(chunkSize.map(String.init) ?? "all")"
+                    let what =
+                        "type \(colourType), \(width) wide, IDAT chunks of \(chunkSize.map(String.init) ?? "all")"
                     let header = try XCTUnwrap(try DirectPNGTests.chunks(of: image.data), what)
                     XCTAssertNotNil(PNGImageData.layout(of: header), what)
                     for strictness in [false, true] {
@@ -97,7 +98,7 @@ final class PNGImageDataTests: XCTestCase {
         var long = good
         long.rows.append(long.rows[0])
         var badHeader = good
-        badHeader.zlibHeader = [0x78, 0x9D]  // not a multiple of 31
+        badHeader.zlibHeader = [0x78, 0x9D] // not a multiple of 31
         for (label, image) in [("filter type 5", badFilter), ("short", short), ("header", badHeader)] {
             let data = image.encoded()
             let header = try XCTUnwrap(try DirectPNGTests.chunks(of: data), label)
@@ -216,7 +217,8 @@ struct FilteredPNG {
         defer { libdeflate_free_compressor(compressor) }
         let size = raw.withUnsafeBytes { input in
             deflated.withUnsafeMutableBytes { output in
-                libdeflate_deflate_compress(compressor, input.baseAddress, input.count, output.baseAddress, output.count)
+                libdeflate_deflate_compress(
+                    compressor, input.baseAddress, input.count, output.baseAddress, output.count)
             }
         }
         let adler = raw.withUnsafeBytes { libdeflate_adler32(1, $0.baseAddress, $0.count) } ^ adlerXOR

@@ -40,6 +40,19 @@ final class ScratchMemoryTests: XCTestCase {
         XCTAssertEqual(ScratchMemory.keptBytes(for: .boxImage), 0, "freed, not kept")
     }
 
+    func testThePNGBlocksAreMadeAtTheirKeptLimitSoALargerImageFindsThemAgain() throws {
+        for use in [ScratchMemory.Use.inflatedPNG, .compressedPNG] {
+            var first = ScratchMemory.lease(9 << 20, for: use)
+            let pointer = try XCTUnwrap(first).pointer
+            first = nil
+            XCTAssertEqual(ScratchMemory.keptBytes(for: use), use.keptLimit, "\(use): made at the limit, kept")
+            // A 12 MB image after a 9 MB one: the same block, not a new one to fault in.
+            let second = ScratchMemory.lease(12 << 20, for: use)
+            XCTAssertEqual(second?.pointer, pointer, "\(use)")
+        }
+        XCTAssertFalse(ScratchMemory.Use.boxImage.reservesKeptLimit)
+    }
+
     func testImpossibleSizesAreRefused() {
         XCTAssertNil(ScratchMemory.lease(-1, for: .boxImage))
         XCTAssertNil(ScratchMemory.lease(Int.max, for: .boxImage))

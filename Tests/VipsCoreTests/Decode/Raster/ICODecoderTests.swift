@@ -69,7 +69,7 @@ final class ICODecoderTests: XCTestCase {
         let (data, expected) = try LegacyFormatWriter.ico([
             .init(try icon(32, seed: 9), layout: .thirtyTwo(alpha: true)),
             .init(try LegacyFormatWriter.Pixels.generated(width: 24, height: 8, seed: 10, alpha: true), png: true),
-            .init(try icon(16, seed: 11), layout: .thirtyTwo(alpha: true)),
+            .init(try icon(16, seed: 11), layout: .thirtyTwo(alpha: true))
         ])
         // A 12 px box: the 24×8 entry is the smallest covering it, but it is another picture.
         RasterAssert.equal(try decoder.decode(.data(data), size: .maxPixelSize(16)), expected[2], "the 16×16 entry")
