@@ -61,9 +61,27 @@ final class PNGImageDataTests: XCTestCase {
 
     func testTheInflatedBlockIsKeptForTheThreadsNextImage() throws {
         let image = FilteredPNG(width: 300, height: 200, colourType: 2, channels: 3, seed: 8, chunkSize: 4096)
-        _ = try fast.decode(.data(image.data), size: .maxPixelSize(64))
-        XCTAssertGreaterThanOrEqual(ScratchMemory.keptBytes(for: .inflatedPNG), 200 * (300 * 3 + 1))
-        XCTAssertGreaterThanOrEqual(ScratchMemory.keptBytes(for: .compressedPNG), 1, "the gathered IDAT data")
+        let data = image.data
+        // On a thread of its own, which holds no block before this decode.
+        struct Kept: Sendable { var before = [0, 0], after = [0, 0], decoded = false }
+        let kept = LockedState(Kept())
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { [fast] in
+            let uses: [ScratchMemory.Use] = [.inflatedPNG, .compressedPNG]
+            let before = uses.map(ScratchMemory.keptBytes)
+            let decoded = (try? fast.decodeDirectly(.data(data), size: .maxPixelSize(64))) != nil
+            let after = uses.map(ScratchMemory.keptBytes)
+            kept.withLock { $0 = Kept(before: before, after: after, decoded: decoded) }
+            done.signal()
+        }
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        let result = kept.withLock { $0 }
+        XCTAssertTrue(result.decoded)
+        XCTAssertEqual(result.before, [0, 0])
+        XCTAssertEqual(
+            result.after, [ScratchMemory.Use.inflatedPNG.keptLimit, ScratchMemory.Use.compressedPNG.keptLimit],
+            "the inflated data and the gathered IDAT data, kept for the thread's next image")
     }
 
     func testOnlyPlainEightBitLayoutsWithinTheBudgetAreInflatedWhole() {

@@ -118,10 +118,7 @@ struct PNGCodec: DirectCodec {
         guard !overflow else { return nil }
         // Image data that inflates within a budget is inflated in one call by libdeflate and
         // unfiltered here; anything else (or anything unexpected in it) streams through libspng.
-        var image: PNGImageData?
-        if PNGImageData.layout(of: chunks) != nil {
-            image = PNGImageData.inflate(header.input, header: chunks, strict: options.strict)
-        }
+        var image = PNGImageData.inflate(header.input, header: chunks, strict: options.strict)
         // An interlaced image is decoded whole (the route keeps it under a budget), then read row by row.
         var whole: UnsafeMutableRawPointer?
         defer { g_free(whole) }

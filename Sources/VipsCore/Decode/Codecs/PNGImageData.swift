@@ -67,44 +67,51 @@ struct PNGImageData {
             // Read, not mapped: a mapped file is faulted in page by page, and the thread's
             // scratch block is already there. The IDAT data is then gathered in place.
             guard let file = readWhole(path) else { return nil }
-            let stream = withExtendedLifetime(file.lease) {
-                gather(UnsafeMutableRawBufferPointer(start: file.lease.pointer, count: file.count), strict: strict)
+            return withExtendedLifetime(file.lease) { () -> PNGImageData? in
+                let bytes = UnsafeRawBufferPointer(start: file.lease.pointer, count: file.count)
+                guard let chunks = imageDataChunks(in: bytes, checkingCRCs: strict) else { return nil }
+                let size = gather(chunks, of: bytes, into: file.lease.pointer)
+                return inflate(UnsafeRawBufferPointer(start: file.lease.pointer, count: size), layout, header, strict)
             }
-            guard let stream else { return nil }
-            return inflate(
-                UnsafeRawBufferPointer(start: file.lease.pointer, count: stream), keeping: file.lease, layout, header,
-                strict)
         case .data(let data):
             return data.withUnsafeBytes { bytes -> PNGImageData? in
-                guard let chunks = imageDataChunks(in: bytes, checkingCRCs: strict), let base = bytes.baseAddress
-                else { return nil }
+                guard let chunks = imageDataChunks(in: bytes, checkingCRCs: strict) else { return nil }
                 if chunks.count == 1, let only = chunks.first {
-                    return inflate(UnsafeRawBufferPointer(rebasing: bytes[only]), keeping: nil, layout, header, strict)
+                    return inflate(UnsafeRawBufferPointer(rebasing: bytes[only]), layout, header, strict)
                 }
                 let size = chunks.reduce(0) { $0 + $1.count }
                 guard size <= budget, let gathered = ScratchMemory.lease(size, for: .compressedPNG) else { return nil }
-                var offset = 0
-                for chunk in chunks {
-                    (gathered.pointer + offset).copyMemory(from: base + chunk.lowerBound, byteCount: chunk.count)
-                    offset += chunk.count
+                return withExtendedLifetime(gathered) {
+                    _ = gather(chunks, of: bytes, into: gathered.pointer)
+                    return inflate(UnsafeRawBufferPointer(start: gathered.pointer, count: size), layout, header, strict)
                 }
-                return inflate(
-                    UnsafeRawBufferPointer(start: gathered.pointer, count: size), keeping: gathered, layout, header,
-                    strict)
             }
         }
     }
 
-    /// Inflates `stream` (held by `keeping`, which goes when this returns) and checks the filter types.
-    private static func inflate(
-        _ stream: UnsafeRawBufferPointer, keeping: ScratchMemory.Lease?,
-        _ layout: (bytesPerPixel: Int, rowBytes: Int, inflatedSize: Int), _ header: PNGHeader, _ strict: Bool
-    ) -> PNGImageData? {
-        guard let inflated = ScratchMemory.lease(layout.inflatedSize, for: .inflatedPNG) else { return nil }
-        let done = withExtendedLifetime(keeping) {
-            inflate(stream, into: inflated.pointer, layout.inflatedSize, strict)
+    /// Copies the data of `chunks` (ranges of `file`) to `target`, in order, and returns its size.
+    /// `target` may be `file`'s own start: each chunk's data lies after where it goes, and
+    /// `memmove` copies overlapping bytes safely.
+    private static func gather(
+        _ chunks: [Range<Int>], of file: UnsafeRawBufferPointer, into target: UnsafeMutableRawPointer
+    ) -> Int {
+        guard let base = file.baseAddress else { return 0 }
+        var offset = 0
+        for chunk in chunks {
+            memmove(target + offset, base + chunk.lowerBound, chunk.count)
+            offset += chunk.count
         }
-        guard done else { return nil }
+        return offset
+    }
+
+    /// Inflates `stream` and checks the filter types.
+    private static func inflate(
+        _ stream: UnsafeRawBufferPointer, _ layout: (bytesPerPixel: Int, rowBytes: Int, inflatedSize: Int),
+        _ header: PNGHeader, _ strict: Bool
+    ) -> PNGImageData? {
+        guard let inflated = ScratchMemory.lease(layout.inflatedSize, for: .inflatedPNG),
+            inflate(stream, into: inflated.pointer, layout.inflatedSize, strict)
+        else { return nil }
         // Every row's filter type is checked before the first row is handed on.
         let bytes = inflated.pointer.assumingMemoryBound(to: UInt8.self)
         for y in 0..<header.height where !PNGRowFilter.isValid(bytes[y * (layout.rowBytes + 1)]) { return nil }
@@ -130,21 +137,6 @@ struct PNGImageData {
             done += n
         }
         return (lease, count)
-    }
-
-    /// Moves the IDAT chunks' data of the PNG in `file` to its start, in
-    /// order; the stream's size, or nil when the chunks cannot be walked.
-    private static func gather(_ file: UnsafeMutableRawBufferPointer, strict: Bool) -> Int? {
-        guard let base = file.baseAddress,
-            let chunks = imageDataChunks(in: UnsafeRawBufferPointer(file), checkingCRCs: strict)
-        else { return nil }
-        var offset = 0
-        for chunk in chunks {
-            // Each chunk's data lies after where it goes: moved forward, overlapping safely.
-            memmove(base + offset, base + chunk.lowerBound, chunk.count)
-            offset += chunk.count
-        }
-        return offset
     }
 
     /// The next row, unfiltered (in place, in the inflated data); rows come in order.

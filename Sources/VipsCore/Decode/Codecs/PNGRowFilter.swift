@@ -8,7 +8,8 @@ enum PNGRowFilter {
 
     /// Undoes filter `type` over `count` bytes of `row`, against `previous`
     /// (the row above, already unfiltered; nil for the first row). `type`
-    /// must be valid; `bytesPerPixel` is 1 to 4 (the 8-bit layouts).
+    /// must be valid; `bytesPerPixel` is 1 to 4 (the 8-bit layouts) and
+    /// `count` a multiple of it, at least one pixel.
     static func unfilter(
         _ type: UInt8, _ row: UnsafeMutablePointer<UInt8>, previous: UnsafePointer<UInt8>?, count: Int,
         bytesPerPixel: Int
@@ -27,15 +28,8 @@ enum PNGRowFilter {
         _ type: UInt8, _ row: UnsafeMutablePointer<UInt8>, _ previous: UnsafePointer<UInt8>?, _ count: Int,
         _ bpp: Int
     ) {
-        guard count > bpp else {
-            // A row of one pixel: only the byte above counts.
-            if let previous, type == 2 || type == 4 {
-                for i in 0..<count { row[i] &+= previous[i] }
-            } else if let previous, type == 3 {
-                for i in 0..<count { row[i] &+= previous[i] >> 1 }
-            }
-            return
-        }
+        // `count` is a whole number of pixels, at least one: for a row of one pixel the loops from
+        // `bpp` are empty and only the byte above counts.
         switch (type, previous) {
         case (1, _), (4, nil):
             // Sub; Paeth against a zero row above is Sub.

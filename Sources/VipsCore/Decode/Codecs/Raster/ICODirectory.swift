@@ -78,11 +78,13 @@ struct ICODirectory {
         guard !entries.isEmpty else {
             throw firstError ?? VipsError(.corruptData, "\(label): the \(format) file has no image that can be read")
         }
-        // An icon's entries are one picture at several sizes. One wider or taller than the largest
-        // (a broken or hostile file) is left out, so every entry decoded fits within the size `info`
-        // reports for the file and the limits are checked against.
+        // An icon's entries are one picture at several sizes. One of another shape than the largest
+        // (a 13×7 beside a 16×16, a 16×16 beside a 3328×7: a broken or hostile file) is another
+        // picture and is left out, so every entry decoded has the shape `info` reports and fits
+        // within the size the limits are checked against (one of the same shape and larger would
+        // be the largest).
         let largest = Self.largest(of: entries)
-        self.entries = entries.filter { $0.width <= largest.width && $0.height <= largest.height }
+        self.entries = entries.filter { $0.width * largest.height == $0.height * largest.width }
     }
 
     /// The largest of `entries` by area, ties to the deeper one.
@@ -93,19 +95,12 @@ struct ICODirectory {
     /// The largest entry (ties to the deeper one): what the original size shows.
     var largest: Entry { Self.largest(of: entries) }
 
-    /// The entry that fits `box` best: the smallest of the largest's shape
-    /// that is at least as large as the box (one that needs no upscaling to
-    /// fit it), else the largest; ties to the deeper one. The original size
-    /// (no box) is the largest. An entry of another shape (a 13×7 beside a
-    /// 16×16) is another picture, whose thumbnail would not have the shape
-    /// `info` promises: it is never picked.
+    /// The entry that fits `box` best: the smallest that is at least as large
+    /// as the box (one that needs no upscaling to fit it), else the largest;
+    /// ties to the deeper one. The original size (no box) is the largest.
     func entry(fitting box: (width: Int, height: Int)?) -> Entry {
-        let largest = largest
         guard let box else { return largest }
-        let covering = entries.filter {
-            $0.width * largest.height == $0.height * largest.width
-                && ($0.width >= box.width || $0.height >= box.height)
-        }
+        let covering = entries.filter { $0.width >= box.width || $0.height >= box.height }
         return covering.min { ($0.area, -$0.bitsPerPixel) < ($1.area, -$1.bitsPerPixel) } ?? largest
     }
 }
