@@ -5,6 +5,33 @@ import VipsSynthesis
 import XCTest
 
 final class InfoCommandTests: XCTestCase {
+    /// `vipsload info DIR | head -1`: the reader goes away and the writes fail
+    /// (EPIPE: SIGPIPE is ignored, as the test runner ignores it and the
+    /// command's workers need). The lines are lost; the process is not.
+    func testAStdoutWhoseReaderHasGoneLosesTheLinesWithoutACrash() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        for index in 0..<3 {
+            try ImageSynthesizer.data(width: 40, height: 30, seed: index + 1, format: .png())
+                .write(to: dir.appendingPathComponent("\(index).png"))
+        }
+        let process = Process()
+        process.executableURL = CLIHarness.binary
+        process.arguments = ["info", dir.path]
+        process.environment = CLIHarness.environment()
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        signal(SIGPIPE, SIG_IGN)
+        // No reader before the first line: every write to stdout fails.
+        try out.fileHandleForReading.close()
+        try process.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit, stderr)
+        XCTAssertEqual(process.terminationStatus, 0, stderr)
+        XCTAssertFalse(stderr.contains("crashed") || stderr.contains("Fatal error"), stderr)
+    }
+
     func testTextAndJSONLinesWithFailuresReportedPerInput() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         let jpeg = dir.appendingPathComponent("rotated.jpg")

@@ -63,6 +63,6 @@ final class ServeLog: ImageServerLogging {
     }
 
     private static func write(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        Terminal.write(line + "\n", to: STDERR_FILENO)
     }
 }
