@@ -11,10 +11,12 @@ let package = Package(
     ],
     targets: [
         // The C boundary: a module map and static inline wrappers for libvips' variadic calls.
+        // libvips itself is opened at run time (CVipsShim/libvips.h), so only GObject is linked;
+        // its headers come with libvips-dev, at the compiler's default include path.
         .systemLibrary(
             name: "CVipsShim",
             path: "CVipsShim",
-            pkgConfig: "vips",
+            pkgConfig: "gobject-2.0",
             providers: [.apt(["libvips-dev"])]
         ),
         // libjpeg-turbo's TurboJPEG API, for the direct JPEG path: its calls return error codes,

@@ -4,6 +4,41 @@ import VipsSynthesis
 import XCTest
 
 final class ThumbCommandTests: XCTestCase {
+    /// libvips is opened by the first image that needs it, not at start-up:
+    /// JPEG thumbnails (the default output) of JPEGs, PNGs and WebPs never load it; an
+    /// AVIF output (libvips' HEIF saver) does. Seen by the dynamic linker
+    /// itself (`LD_DEBUG=files` lists every library it loads, on stderr).
+    func testJPEGThumbnailsOfJPEGPNGAndWebPNeverLoadLibvipsAndAnAVIFOutputDoes() throws {
+        let dir = try CLIHarness.temporaryFolder(for: self)
+        let inputs = [
+            ("photo.jpg", ImageSynthesizer.Format.jpeg()), ("alpha.png", .png()), ("lossy.webp", .webp())
+        ]
+        for (name, format) in inputs {
+            try ImageSynthesizer.data(width: 600, height: 400, alpha: name == "alpha.png", format: format)
+                .write(to: dir.appendingPathComponent(name))
+        }
+        let out = dir.appendingPathComponent("thumbs")
+        let direct = try CLIHarness.run(
+            ["thumb", "--size", "64", "--out", out.path] + inputs.map { dir.appendingPathComponent($0.0).path },
+            environment: ["LD_DEBUG": "files"])
+        XCTAssertEqual(direct.status, 0, direct.stderr)
+        XCTAssertTrue(direct.stderr.contains("file=libturbojpeg.so"), "the loader's list is there: \(direct.stderr.prefix(500))")
+        XCTAssertFalse(direct.stderr.contains("libvips.so"), "libvips was loaded")
+        for name in ["photo.jpg", "alpha.jpg", "lossy.jpg"] {
+            let info = try ImageDecoder().info(.file(out.appendingPathComponent(name).path))
+            XCTAssertEqual(max(info.width, info.height), 64, name)
+        }
+
+        let avif = try CLIHarness.run(
+            ["thumb", "--size", "64", "--format", "avif", "--out", out.path, dir.appendingPathComponent("photo.jpg").path],
+            environment: ["LD_DEBUG": "files"])
+        XCTAssertEqual(avif.status, 0, avif.stderr)
+        let opened = avif.stderr.split(separator: "\n").filter { $0.contains("file=libvips.so") }
+        XCTAssertTrue(opened.contains { $0.contains("dynamically loaded") }, "libvips opened at run time: \(opened)")
+        let info = try ImageDecoder().info(.file(out.appendingPathComponent("photo.avif").path))
+        XCTAssertEqual(info.format, .avif)
+    }
+
     func testFoldersRecursedFailuresReportedOthersWritten() throws {
         let dir = try CLIHarness.temporaryFolder(for: self)
         let input = dir.appendingPathComponent("in")

@@ -121,7 +121,7 @@ public final class DecodeCancellation: Sendable {
             state.watched.append(Watched(image: image))
             return false
         }
-        if stopping { vips_image_set_kill(image.pointer, 1) }
+        if stopping { libvips.vips_image_set_kill(image.pointer, 1) }
     }
 
     /// Live libvips images of the decodes running inside `run` (for tests).
@@ -155,7 +155,7 @@ public final class DecodeCancellation: Sendable {
         }
         // libvips reads the flag at every region it computes; setting it from
         // another thread is what it is for.
-        for image in images { vips_image_set_kill(image.pointer, 1) }
+        for image in images { libvips.vips_image_set_kill(image.pointer, 1) }
         for child in children { child.stop(reason, message) }
     }
 }

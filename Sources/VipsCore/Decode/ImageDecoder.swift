@@ -127,7 +127,7 @@ public struct ImageDecoder: Sendable {
         let image = try fastResidualResize(
             image, width: width, height: height, allowUpscale: allowUpscale, label: label)
         let sized = try image.apply(decodeErrorKind, "\(label): decode") {
-            vl_thumbnail_image(
+            vl_thumbnail_image(LibVips.table, 
                 $0, $1, Int32(clamping: width), Int32(clamping: height),
                 allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
         }
@@ -158,7 +158,7 @@ public struct ImageDecoder: Sendable {
         label: String
     ) throws(VipsError) -> VipsImageHandle {
         guard options.shrinkOnLoad == .fast, !allowUpscale,
-            Int(vips_image_get_page_height(image.pointer)) == image.height
+            Int(libvips.vips_image_get_page_height(image.pointer)) == image.height
         else { return image }
         guard
             let output = ThumbnailSize.fitting(
@@ -169,22 +169,22 @@ public struct ImageDecoder: Sendable {
         let step = "\(label): resize"
         func bicubic(_ input: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
             try input.apply(decodeErrorKind, step) {
-                vl_resize_kernel(
+                vl_resize_kernel(LibVips.table, 
                     $0, $1, Double(outWidth) / Double(input.width), Double(outHeight) / Double(input.height),
                     VIPS_KERNEL_CUBIC)
             }
         }
         guard image.hasAlpha else { return try bicubic(image) }
         let format = image.bandFormat
-        var premultiplied = try image.apply(decodeErrorKind, step) { vl_premultiply($0, $1) }
+        var premultiplied = try image.apply(decodeErrorKind, step) { vl_premultiply(LibVips.table, $0, $1) }
         // A whole-factor box shrink that leaves at least 1.5× to the bicubic step.
         let whole = (Double(min(image.width / outWidth, image.height / outHeight)) / 1.5).rounded(.down)
         if whole >= 2 {
-            premultiplied = try premultiplied.apply(decodeErrorKind, step) { vl_shrink($0, $1, whole, whole) }
+            premultiplied = try premultiplied.apply(decodeErrorKind, step) { vl_shrink(LibVips.table, $0, $1, whole, whole) }
         }
         let resized = try bicubic(premultiplied)
-        let straight = try resized.apply(decodeErrorKind, step) { vl_unpremultiply($0, $1) }
-        return try straight.apply(decodeErrorKind, step) { vl_cast($0, $1, format) }
+        let straight = try resized.apply(decodeErrorKind, step) { vl_unpremultiply(LibVips.table, $0, $1) }
+        return try straight.apply(decodeErrorKind, step) { vl_cast(LibVips.table, $0, $1, format) }
     }
 
     /// Downscales a bitmap in memory to fit `size`, without any decode.
@@ -201,7 +201,7 @@ public struct ImageDecoder: Sendable {
         // Clamped to the bitmap, as in `decode`: it only ever shrinks.
         let (width, height) = (min(box.width, bitmap.width), min(box.height, bitmap.height))
         let sized = try image.apply(.internal, "resize") {
-            vl_thumbnail_image($0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
+            vl_thumbnail_image(LibVips.table, $0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
         }
         return try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
             try Self.materialise(sized, scale: scale, label: "resize")
@@ -247,7 +247,7 @@ public struct ImageDecoder: Sendable {
     /// every libvips class by name: a quarter of a small JPEG's decode).
     private static func hasLoader(_ loader: String) -> Bool {
         if let known = knownLoaders.withLock({ $0[loader] }) { return known }
-        let present = vips_type_find("VipsOperation", loader) != 0
+        let present = libvips.vips_type_find("VipsOperation", loader) != 0
         knownLoaders.withLock { $0[loader] = present }
         return present
     }
@@ -258,10 +258,10 @@ public struct ImageDecoder: Sendable {
     func probe(
         _ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String
     ) throws(VipsError) -> LibvipsHeader {
-        let image = try Self.load(label) { vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+        let image = try Self.load(label) { vl_load_named(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let loader = image.string("vips-loader") ?? "unknown"
         let info = ImageInfo(
-            storedWidth: image.width, height: Int(vips_image_get_page_height(image.pointer)),
+            storedWidth: image.width, height: Int(libvips.vips_image_get_page_height(image.pointer)),
             format: Self.format(loader: loader, image: image), bands: image.bands, hasAlpha: image.hasAlpha,
             orientation: min(8, max(1, image.int("orientation") ?? 1)), pages: max(1, image.int("n-pages") ?? 1))
         try options.limits.check(info, label: label)
@@ -288,12 +288,12 @@ public struct ImageDecoder: Sendable {
             return try load(source, shrink: shrink, label: label)
         case .webp where allowed > 1 && header.info.pages == 1:
             return try Self.load(label) {
-                vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
+                vl_load_named_scale(LibVips.table, header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / allowed)
             }
         case .svg where vector > 1:
             // Vector: render at the output size itself rather than at the declared size.
             return try Self.load(label) {
-                vl_load_named_scale(header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / vector)
+                vl_load_named_scale(LibVips.table, header.loader, source, VIPS_ACCESS_SEQUENTIAL, failOn, 1 / vector)
             }
         default:
             return nil
@@ -305,7 +305,7 @@ public struct ImageDecoder: Sendable {
         _ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String
     ) throws(VipsError) -> VipsImageHandle {
         try Self.load(label) {
-            vl_load_named_shrink("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+            vl_load_named_shrink(LibVips.table, "jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
         }
     }
 
@@ -371,26 +371,26 @@ public struct ImageDecoder: Sendable {
         var image = try importEmbeddedProfile(input, label: label)
         // More bands than RGBA (multispectral TIFF, CMYK+alpha already imported): keep the first four.
         if image.bands > 4 {
-            image = try image.apply(.corruptData, "\(label): bands") { vl_extract_bands($0, $1, 0, 4) }
+            image = try image.apply(.corruptData, "\(label): bands") { vl_extract_bands(LibVips.table, $0, $1, 0, 4) }
         }
         if image.interpretation != VIPS_INTERPRETATION_sRGB {
             // Handles grey, 16-bit (scaled, not clipped), LAB, CMYK without profile, ...
             let converted = try? image.apply(.corruptData, "\(label): colourspace") {
-                vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+                vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
             }
             if let converted {
                 image = converted
             } else if image.bands <= 2 {
                 // An interpretation libvips cannot convert from (MULTIBAND grey): treat as grey.
                 image = try image.apply(.corruptData, "\(label): grey") {
-                    vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_B_W)
+                    vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W)
                 }
                 image = try image.apply(.corruptData, "\(label): colourspace") {
-                    vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+                    vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
                 }
             } else {
                 image = try image.apply(.corruptData, "\(label): sRGB") {
-                    vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+                    vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
                 }
             }
         }
@@ -398,13 +398,13 @@ public struct ImageDecoder: Sendable {
         case VIPS_FORMAT_UCHAR:
             break
         case VIPS_FORMAT_USHORT, VIPS_FORMAT_UINT, VIPS_FORMAT_SHORT, VIPS_FORMAT_INT:
-            image = try image.apply(.corruptData, "\(label): depth") { vl_cast_shift($0, $1, VIPS_FORMAT_UCHAR) }
+            image = try image.apply(.corruptData, "\(label): depth") { vl_cast_shift(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
         default:
-            image = try image.apply(.corruptData, "\(label): depth") { vl_cast($0, $1, VIPS_FORMAT_UCHAR) }
+            image = try image.apply(.corruptData, "\(label): depth") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
         }
         if image.bands < 3 {
             image = try image.apply(.corruptData, "\(label): colourspace") {
-                vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB)
+                vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
             }
         }
         guard image.bands == 3 || image.bands == 4, image.bandFormat == VIPS_FORMAT_UCHAR else {
@@ -437,7 +437,7 @@ public struct ImageDecoder: Sendable {
         case .other: fits = false
         }
         guard fits else { return image }
-        let converted = try? image.apply(.corruptData, "\(label): ICC") { vl_icc_transform_embedded($0, $1, "srgb") }
+        let converted = try? image.apply(.corruptData, "\(label): ICC") { vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb") }
         if converted == nil { VipsRuntime.discardErrorMessages() }
         return converted ?? image
     }
@@ -457,7 +457,7 @@ public struct ImageDecoder: Sendable {
         let rowBytes = width * bands
         let storage = try PixelStorage.allocate(width: width, height: height, channels: bands, label: label)
         let block = storage.pointer
-        guard let region = vips_region_new(image.pointer) else {
+        guard let region = libvips.vips_region_new(image.pointer) else {
             throw VipsError(.internal, "\(label): \(VipsRuntime.takeErrorMessage(default: "cannot make a region"))")
         }
         defer { g_object_unref(region) }
@@ -468,14 +468,14 @@ public struct ImageDecoder: Sendable {
             try cancellation?.check(progress: "stopped after \(top) of \(height) rows")
             let rows = min(strip, height - top)
             var rect = VipsRect(left: 0, top: Int32(top), width: Int32(width), height: Int32(rows))
-            guard vips_region_prepare(region, &rect) == 0 else {
+            guard libvips.vips_region_prepare(region, &rect) == 0 else {
                 // A cancelled decode's images are killed: the failure is the stop.
                 try cancellation?.check(progress: "stopped after \(top) of \(height) rows")
                 let message = VipsRuntime.takeErrorMessage(default: "decode failed")
                 throw VipsError(kind(forDecodeFailure: message), "\(label): \(message)")
             }
             for row in top..<(top + rows) {
-                guard let source = vl_region_addr(region, 0, Int32(row)) else {
+                guard let source = vl_region_addr(LibVips.table, region, 0, Int32(row)) else {
                     throw VipsError(.internal, "\(label): libvips gave no pixels for row \(row)")
                 }
                 (block + row * rowBytes).copyMemory(from: source, byteCount: rowBytes)
@@ -490,14 +490,14 @@ public struct ImageDecoder: Sendable {
         // A bitmap from a direct path may be the first thing this process hands libvips.
         try VipsRuntime.start()
         let raw = try VipsImageHandle.make(.internal, "wrap bitmap") {
-            let image = vips_image_new_from_memory(
+            let image = libvips.vips_image_new_from_memory(
                 bitmap.storage.pointer, bitmap.storage.count,
                 Int32(bitmap.width), Int32(bitmap.height),
                 Int32(bitmap.channels), VIPS_FORMAT_UCHAR)
             $0.pointee = image
             return image == nil ? -1 : 0
         }
-        return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+        return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
     /// Tells truncation from other corruption by libvips' wording. A loader

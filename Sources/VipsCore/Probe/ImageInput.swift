@@ -49,7 +49,7 @@ public enum ImageInput: Sendable, Hashable {
     func withSource<R>(_ body: (UnsafeMutablePointer<VipsSource>) throws(VipsError) -> R) throws(VipsError) -> R {
         switch self {
         case .file(let path):
-            guard let source = vips_source_new_from_file(path) else {
+            guard let source = libvips.vips_source_new_from_file(path) else {
                 throw VipsError(
                     .io, "cannot open: \(VipsRuntime.takeErrorMessage(default: "unknown error"))", source: path)
             }
@@ -57,7 +57,7 @@ public enum ImageInput: Sendable, Hashable {
             return try body(source)
         case .data(let data):
             let result: Result<R, VipsError> = data.withUnsafeBytes { raw in
-                guard let base = raw.baseAddress, let source = vips_source_new_from_memory(base, raw.count) else {
+                guard let base = raw.baseAddress, let source = libvips.vips_source_new_from_memory(base, raw.count) else {
                     return .failure(VipsError(.internal, "cannot wrap \(raw.count) bytes as a libvips source"))
                 }
                 defer { g_object_unref(source) }

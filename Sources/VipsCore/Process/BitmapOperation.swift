@@ -24,7 +24,7 @@ enum BitmapOperation {
     /// The image with an alpha band added (opaque) when it has none.
     static func withAlpha(_ image: VipsImageHandle, _ label: String) throws(VipsError) -> VipsImageHandle {
         guard image.bands == 3 else { return image }
-        return try image.apply(.internal, "\(label): alpha") { vl_bandjoin_const1($0, $1, 255) }
+        return try image.apply(.internal, "\(label): alpha") { vl_bandjoin_const1(LibVips.table, $0, $1, 255) }
     }
 
     /// The `width` × `height` area at `x`, `y`.
@@ -34,7 +34,7 @@ enum BitmapOperation {
     ) throws(VipsError) -> VipsImageHandle {
         if x == 0, y == 0, width == image.width, height == image.height { return image }
         return try image.apply(.internal, "\(label): crop") {
-            vl_extract_area($0, $1, Int32(x), Int32(y), Int32(width), Int32(height))
+            vl_extract_area(LibVips.table, $0, $1, Int32(x), Int32(y), Int32(width), Int32(height))
         }
     }
 }

@@ -53,14 +53,14 @@ extension ImageDecoder {
             ?? (header.width, header.height)
         let failOn = options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE
         // The probed source is read again, all pages this time.
-        let image = try Self.load(label) { vl_load_named_all_pages(loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+        let image = try Self.load(label) { vl_load_named_all_pages(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
         let delays = image.intArray("delay")
         let loop = max(0, image.int("loop") ?? 0)
         // vips_thumbnail sizes each page (page-height) into the box: every frame gets the same size.
         let sized = try image.apply(.corruptData, "\(label): resize") {
-            vl_thumbnail_image($0, $1, Int32(box.0), Int32(box.1), VIPS_SIZE_DOWN, 1)
+            vl_thumbnail_image(LibVips.table, $0, $1, Int32(box.0), Int32(box.1), VIPS_SIZE_DOWN, 1)
         }
-        let pageHeight = Int(vips_image_get_page_height(sized.pointer))
+        let pageHeight = Int(libvips.vips_image_get_page_height(sized.pointer))
         let tall = try Self.materialise(try Self.normalise(sized, label: label), scale: scale, label: label)
         let count = pageHeight > 0 ? tall.height / pageHeight : 0
         guard count == header.pages, count * pageHeight == tall.height else {
@@ -125,24 +125,24 @@ extension ImageEncoder {
             channels: animation.frames[0].channels, pixels: pixels)
         let wrapped = try ImageDecoder.image(wrapping: tall)
         let image = try wrapped.apply(.encodeFailed, "encode \(format): animation") {
-            vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+            vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
         }
-        vips_image_set_int(image.pointer, "page-height", Int32(animation.height))
-        vips_image_set_int(image.pointer, "n-pages", Int32(animation.frameCount))
-        vips_image_set_int(image.pointer, "loop", Int32(clamping: animation.loopCount))
+        libvips.vips_image_set_int(image.pointer, "page-height", Int32(animation.height))
+        libvips.vips_image_set_int(image.pointer, "n-pages", Int32(animation.frameCount))
+        libvips.vips_image_set_int(image.pointer, "loop", Int32(clamping: animation.loopCount))
         var delays = animation.delays.map { Int32(clamping: $0) }
         delays.withUnsafeMutableBufferPointer {
-            vips_image_set_array_int(image.pointer, "delay", $0.baseAddress, Int32($0.count))
+            libvips.vips_image_set_array_int(image.pointer, "delay", $0.baseAddress, Int32($0.count))
         }
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
         let status: Int32 = withExtendedLifetime(tall) {
             switch format {
             case .webp(let quality, let lossless, let effort):
-                return vl_webpsave_options(
+                return vl_webpsave_options(LibVips.table, 
                     image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), 1)
             default:
-                return vl_gifsave_options(image.pointer, &buffer, &length, 1)
+                return vl_gifsave_options(LibVips.table, image.pointer, &buffer, &length, 1)
             }
         }
         guard status == 0, let buffer else {
@@ -157,10 +157,10 @@ extension ImageEncoder {
 extension VipsImageHandle {
     /// An int-array field ("delay"), empty when absent.
     func intArray(_ name: String) -> [Int] {
-        guard vips_image_get_typeof(pointer, name) != 0 else { return [] }
+        guard libvips.vips_image_get_typeof(pointer, name) != 0 else { return [] }
         var values: UnsafeMutablePointer<Int32>? = nil
         var count: Int32 = 0
-        guard vips_image_get_array_int(pointer, name, &values, &count) == 0, let values else {
+        guard libvips.vips_image_get_array_int(pointer, name, &values, &count) == 0, let values else {
             _ = VipsRuntime.takeErrorMessage(default: "")
             return []
         }

@@ -129,7 +129,7 @@ extension ImageDecoder {
             case .attention, .entropy:
                 let interesting = gravity == .attention ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_ENTROPY
                 return try image.apply(.internal, "\(label): smart crop") {
-                    vl_smartcrop($0, $1, Int32(width), Int32(height), interesting)
+                    vl_smartcrop(LibVips.table, $0, $1, Int32(width), Int32(height), interesting)
                 }
             default:
                 let origin = gravity.origin(whole: (bitmap.width, bitmap.height), part: (width, height))
@@ -145,7 +145,7 @@ extension ImageDecoder {
         guard target.width != bitmap.width || target.height != bitmap.height else { return bitmap }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) -> VipsImageHandle in
             try image.apply(.internal, "\(label): stretch") {
-                vl_thumbnail_image($0, $1, Int32(target.width), Int32(target.height), VIPS_SIZE_FORCE, 1)
+                vl_thumbnail_image(LibVips.table, $0, $1, Int32(target.width), Int32(target.height), VIPS_SIZE_FORCE, 1)
             }
         }
     }
@@ -163,7 +163,7 @@ extension ImageDecoder {
             let direction = gravity.compassDirection
             return try source.apply(.internal, "\(label): pad") { input, output in
                 colour.withUnsafeBufferPointer {
-                    vl_gravity(
+                    vl_gravity(LibVips.table, 
                         input, output, direction, Int32(box.width), Int32(box.height), $0.baseAddress, Int32($0.count))
                 }
             }

@@ -31,7 +31,7 @@ extension ImageDecoder {
         }
         let metadata = try input.withSource { source throws(VipsError) -> ImageMetadata in
             let image = try Self.load(name(of: input)) {
-                vl_load_named(loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+                vl_load_named(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
             return ImageMetadata(exif: image.blob("exif-data"), hadICCProfile: image.blob("icc-profile-data") != nil)
         }
@@ -43,10 +43,10 @@ extension ImageDecoder {
 extension VipsImageHandle {
     /// A copy of a blob field, nil when absent or empty.
     func blob(_ name: String) -> Data? {
-        guard vips_image_get_typeof(pointer, name) != 0 else { return nil }
+        guard libvips.vips_image_get_typeof(pointer, name) != 0 else { return nil }
         var bytes: UnsafeRawPointer? = nil
         var length = 0
-        guard vips_image_get_blob(pointer, name, &bytes, &length) == 0, let bytes, length > 0 else {
+        guard libvips.vips_image_get_blob(pointer, name, &bytes, &length) == 0, let bytes, length > 0 else {
             _ = VipsRuntime.takeErrorMessage(default: "")
             return nil
         }

@@ -20,7 +20,7 @@ extension ImageProcessors {
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try validate()
             return try BitmapOperation.run(bitmap, "blur") { image throws(VipsError) in
-                try image.apply(.internal, "blur") { vl_gaussblur($0, $1, sigma) }
+                try image.apply(.internal, "blur") { vl_gaussblur(LibVips.table, $0, $1, sigma) }
             }
         }
     }
@@ -45,7 +45,7 @@ extension ImageProcessors {
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try validate()
             return try BitmapOperation.run(bitmap, "sharpen") { image throws(VipsError) in
-                try image.apply(.internal, "sharpen") { vl_sharpen($0, $1, sigma) }
+                try image.apply(.internal, "sharpen") { vl_sharpen(LibVips.table, $0, $1, sigma) }
             }
         }
     }
@@ -59,8 +59,8 @@ extension ImageProcessors {
 
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try BitmapOperation.run(bitmap, "greyscale") { image throws(VipsError) in
-                let grey = try image.apply(.internal, "greyscale") { vl_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
-                return try grey.apply(.internal, "greyscale") { vl_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+                let grey = try image.apply(.internal, "greyscale") { vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W) }
+                return try grey.apply(.internal, "greyscale") { vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
             }
         }
     }

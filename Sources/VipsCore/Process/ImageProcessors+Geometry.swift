@@ -57,7 +57,7 @@ extension ImageProcessors {
             case .degrees270: vipsAngle = VIPS_ANGLE_D270
             }
             return try BitmapOperation.run(bitmap, "rotate") { image throws(VipsError) in
-                try image.apply(.internal, "rotate") { vl_rot($0, $1, vipsAngle) }
+                try image.apply(.internal, "rotate") { vl_rot(LibVips.table, $0, $1, vipsAngle) }
             }
         }
     }
@@ -81,7 +81,7 @@ extension ImageProcessors {
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             let direction = axis == .horizontal ? VIPS_DIRECTION_HORIZONTAL : VIPS_DIRECTION_VERTICAL
             return try BitmapOperation.run(bitmap, "flip") { image throws(VipsError) in
-                try image.apply(.internal, "flip") { vl_flip($0, $1, direction) }
+                try image.apply(.internal, "flip") { vl_flip(LibVips.table, $0, $1, direction) }
             }
         }
     }

@@ -54,19 +54,19 @@ extension ImageProcessors {
                     if opacity < 1 {
                         let scale: [Double] = [1, 1, 1, opacity], offset: [Double] = [0, 0, 0, 0]
                         top = try top.apply(.internal, "overlay: opacity") { input, output in
-                            vl_linear(input, output, scale, offset, 4)
+                            vl_linear(LibVips.table, input, output, scale, offset, 4)
                         }
-                        top = try top.apply(.internal, "overlay: opacity") { vl_cast($0, $1, VIPS_FORMAT_UCHAR) }
+                        top = try top.apply(.internal, "overlay: opacity") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
                     }
                     let composed = try image.apply(.internal, "overlay") {
-                        vl_composite_over($0, top.pointer, $1, Int32(origin.x), Int32(origin.y))
+                        vl_composite_over(LibVips.table, $0, top.pointer, $1, Int32(origin.x), Int32(origin.y))
                     }
                     let sRGB = try composed.apply(.internal, "overlay") {
-                        vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB)
+                        vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
                     }
                     guard bitmap.channels == 3, sRGB.bands == 4 else { return sRGB }
                     // An opaque base stays opaque: drop the alpha composite adds.
-                    return try sRGB.apply(.internal, "overlay") { vl_extract_bands($0, $1, 0, 3) }
+                    return try sRGB.apply(.internal, "overlay") { vl_extract_bands(LibVips.table, $0, $1, 0, 3) }
                 }
             }
         }

@@ -68,7 +68,7 @@ enum ShapeMask {
         }
         return try BitmapOperation.run(bitmap, label) { image throws(VipsError) in
             let copied = mask.withUnsafeBytes { bytes in
-                vips_image_new_from_memory_copy(
+                libvips.vips_image_new_from_memory_copy(
                     bytes.baseAddress, bytes.count, Int32(width), Int32(height), 1, VIPS_FORMAT_UCHAR)
             }
             guard let copied else {
@@ -76,17 +76,17 @@ enum ShapeMask {
                     .internal, "\(label): mask: \(VipsRuntime.takeErrorMessage(default: "cannot make an image"))")
             }
             let maskImage = VipsImageHandle(copied)
-            let rgb = try image.apply(.internal, label) { vl_extract_bands($0, $1, 0, 3) }
+            let rgb = try image.apply(.internal, label) { vl_extract_bands(LibVips.table, $0, $1, 0, 3) }
             var alpha = maskImage
             if image.bands == 4 {
                 // Keep the image's own transparency: alpha × mask / 255.
-                let own = try image.apply(.internal, label) { vl_extract_bands($0, $1, 3, 1) }
-                let product = try own.apply(.internal, label) { vl_multiply($0, maskImage.pointer, $1) }
-                let scaled = try product.apply(.internal, label) { vl_linear1($0, $1, 1.0 / 255, 0) }
-                alpha = try scaled.apply(.internal, label) { vl_cast($0, $1, VIPS_FORMAT_UCHAR) }
+                let own = try image.apply(.internal, label) { vl_extract_bands(LibVips.table, $0, $1, 3, 1) }
+                let product = try own.apply(.internal, label) { vl_multiply(LibVips.table, $0, maskImage.pointer, $1) }
+                let scaled = try product.apply(.internal, label) { vl_linear1(LibVips.table, $0, $1, 1.0 / 255, 0) }
+                alpha = try scaled.apply(.internal, label) { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
             }
-            let joined = try rgb.apply(.internal, label) { vl_bandjoin2($0, alpha.pointer, $1) }
-            return try joined.apply(.internal, label) { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
+            let joined = try rgb.apply(.internal, label) { vl_bandjoin2(LibVips.table, $0, alpha.pointer, $1) }
+            return try joined.apply(.internal, label) { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
         }
     }
 }

@@ -18,17 +18,17 @@ package final class VipsImageHandle {
         g_object_unref(pointer)
     }
 
-    var width: Int { Int(vips_image_get_width(pointer)) }
-    var height: Int { Int(vips_image_get_height(pointer)) }
-    var bands: Int { Int(vips_image_get_bands(pointer)) }
-    var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
-    var interpretation: VipsInterpretation { vips_image_get_interpretation(pointer) }
-    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    var width: Int { Int(libvips.vips_image_get_width(pointer)) }
+    var height: Int { Int(libvips.vips_image_get_height(pointer)) }
+    var bands: Int { Int(libvips.vips_image_get_bands(pointer)) }
+    var bandFormat: VipsBandFormat { libvips.vips_image_get_format(pointer) }
+    var interpretation: VipsInterpretation { libvips.vips_image_get_interpretation(pointer) }
+    var hasAlpha: Bool { libvips.vips_image_hasalpha(pointer) != 0 }
 
     func int(_ name: String) -> Int? {
-        guard vips_image_get_typeof(pointer, name) != 0 else { return nil }
+        guard libvips.vips_image_get_typeof(pointer, name) != 0 else { return nil }
         var value: Int32 = 0
-        guard vips_image_get_int(pointer, name, &value) == 0 else {
+        guard libvips.vips_image_get_int(pointer, name, &value) == 0 else {
             _ = VipsRuntime.takeErrorMessage(default: "")
             return nil
         }
@@ -36,9 +36,9 @@ package final class VipsImageHandle {
     }
 
     func string(_ name: String) -> String? {
-        guard vips_image_get_typeof(pointer, name) != 0 else { return nil }
+        guard libvips.vips_image_get_typeof(pointer, name) != 0 else { return nil }
         var value: UnsafePointer<CChar>? = nil
-        guard vips_image_get_string(pointer, name, &value) == 0, let value else {
+        guard libvips.vips_image_get_string(pointer, name, &value) == 0, let value else {
             _ = VipsRuntime.takeErrorMessage(default: "")
             return nil
         }
@@ -47,10 +47,10 @@ package final class VipsImageHandle {
 
     /// Calls `body` with the bytes of a blob field (e.g. "icc-profile-data"); nil when there is none.
     func withBlob<T>(_ name: String, _ body: (UnsafeRawBufferPointer) -> T) -> T? {
-        guard vips_image_get_typeof(pointer, name) != 0 else { return nil }
+        guard libvips.vips_image_get_typeof(pointer, name) != 0 else { return nil }
         var data: UnsafeRawPointer? = nil
         var length = 0
-        guard vips_image_get_blob(pointer, name, &data, &length) == 0, let data else {
+        guard libvips.vips_image_get_blob(pointer, name, &data, &length) == 0, let data else {
             _ = VipsRuntime.takeErrorMessage(default: "")
             return nil
         }

@@ -10,9 +10,13 @@ import Synchronization
 /// once, thread-safely (Swift `static let` initialisers are run under
 /// `swift_once`).
 public enum VipsRuntime {
-    /// The libvips version this process runs against, for example "8.14.1".
+    /// The libvips version this process runs against, for example "8.14.1"
+    /// ("unavailable" when libvips cannot be opened). Asking opens libvips
+    /// (see `LibVips`), without starting it.
     public static var libraryVersion: String {
-        "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"
+        guard case .success(let bound) = LibVips.binding else { return "unavailable" }
+        let version = bound.pointer.pointee.vips_version
+        return "\(version(0)).\(version(1)).\(version(2))"
     }
 
     /// Number of libvips/loader warnings swallowed since start-up.
@@ -30,7 +34,7 @@ public enum VipsRuntime {
     /// one huge image at a time can raise this.
     public static func setThreadsPerImage(_ count: Int) throws(VipsError) {
         try start()
-        vips_concurrency_set(Int32(clamping: max(1, count)))
+        libvips.vips_concurrency_set(Int32(clamping: max(1, count)))
     }
 
     /// Allows or blocks libvips loaders marked untrusted (SVG, PDF, ImageMagick,
@@ -38,7 +42,7 @@ public enum VipsRuntime {
     /// hostile input.
     public static func setUntrustedLoadersAllowed(_ allowed: Bool) throws(VipsError) {
         try start()
-        vips_block_untrusted_set(allowed ? 0 : 1)
+        libvips.vips_block_untrusted_set(allowed ? 0 : 1)
     }
 
     /// Tunes glibc's allocator for a process that decodes many images on
@@ -106,7 +110,7 @@ public enum VipsRuntime {
 
     /// Takes the error buffer (libvips must have got as far as creating it).
     private static func readErrorBuffer(default fallback: String) -> String {
-        guard let raw = vips_error_buffer_copy() else { return fallback }
+        guard let raw = libvips.vips_error_buffer_copy() else { return fallback }
         defer { g_free(raw) }
         let text = String(cString: raw)
             .split(whereSeparator: \.isNewline)
@@ -124,7 +128,7 @@ public enum VipsRuntime {
     /// for the next failure, and could even decide its kind.
     static func discardErrorMessages() {
         guard isStarted else { return }
-        vips_error_clear()
+        libvips.vips_error_clear()
     }
 
     /// Whether libvips has started (its error buffer and lock exist).
@@ -166,7 +170,9 @@ public enum VipsRuntime {
     }
 
     private static let startup: Startup = {
-        if vl_init("vipsload") != 0 {
+        // libvips is opened here, by the first call that needs it, not at process start-up.
+        if case .failure(let failure) = LibVips.binding { return Startup(failure: failure) }
+        if vl_init(LibVips.table, "vipsload") != 0 {
             let message = readErrorBuffer(default: "vips_init failed")
             return Startup(failure: VipsError(.internal, "libvips failed to start: \(message)"))
         }
@@ -174,20 +180,20 @@ public enum VipsRuntime {
         // keeps their images (and the input buffers they reference) alive. Our
         // own caches decide what to keep; libvips' would only hold memory and
         // file descriptors for inputs we will never decode twice.
-        vips_cache_set_max(0)
-        vips_cache_set_max_mem(0)
-        vips_cache_set_max_files(0)
+        libvips.vips_cache_set_max(0)
+        libvips.vips_cache_set_max_mem(0)
+        libvips.vips_cache_set_max_files(0)
         // No ORC (libvips' run-time generated SIMD kernels): with libvips 8.14
         // and liborc 0.4.33, decodes and downscales running on several threads
         // at once corrupt the heap (segfaults inside liborc, glibc's
         // "malloc_consolidate(): unaligned fastbin chunk", libvips' pspec
         // assertion) in about one run in thirty of the pipeline stress test;
         // with ORC off, none in hundreds. libvips falls back to its C loops.
-        vips_vector_set_enabled(0)
+        libvips.vips_vector_set_enabled(0)
         // One worker per image: see `setThreadsPerImage`.
-        vips_concurrency_set(1)
+        libvips.vips_concurrency_set(1)
         // Hostile input is the normal case: untrusted loaders stay off unless asked.
-        vips_block_untrusted_set(1)
+        libvips.vips_block_untrusted_set(1)
         // Route libvips' GLib messages away from stderr; count the warnings.
         // Info and debug messages (libvips narrating every thumbnail step)
         // are swallowed without counting: they are not problems.

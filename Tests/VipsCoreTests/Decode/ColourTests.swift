@@ -120,12 +120,12 @@ final class EmbeddedProfileTests: XCTestCase {
         let converted: Data = try ImageInput.data(data).withSource { source throws(VipsError) in
             let format = ImageFormat.sniff(Array(data.prefix(32)))
             let image = try ImageDecoder.load("reference") {
-                vl_load_named(format?.libvipsLoader ?? "jpegload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
+                vl_load_named(LibVips.table, format?.libvipsLoader ?? "jpegload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
             }
-            let srgb = try image.apply(.internal, "reference") { vl_icc_transform_embedded($0, $1, "srgb") }
+            let srgb = try image.apply(.internal, "reference") { vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb") }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_pngsave_options(srgb.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
+            guard vl_pngsave_options(LibVips.table, srgb.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "png"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
@@ -187,7 +187,7 @@ final class EmbeddedProfileTests: XCTestCase {
         func profile(of data: Data) throws -> ICCProfile? {
             try ImageInput.data(data).withSource { source throws(VipsError) in
                 let image = try ImageDecoder.load("probe") {
-                    vl_load_named("jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+                    vl_load_named(LibVips.table, "jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
                 }
                 return image.withBlob("icc-profile-data") { ICCProfile($0) } ?? nil
             }
@@ -252,11 +252,11 @@ func stripICC(_ data: Data) -> Data {
         return try ImageInput.data(data).withSource { source throws(VipsError) in
             let format = ImageFormat.sniff(Array(data.prefix(32)))
             let image = try ImageDecoder.load("strip") {
-                vl_load_named(format?.libvipsLoader ?? "tiffload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
+                vl_load_named(LibVips.table, format?.libvipsLoader ?? "tiffload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_pngsave_options(image.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
+            guard vl_pngsave_options(LibVips.table, image.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "png"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })

@@ -309,11 +309,11 @@ final class DirectJPEGTests: XCTestCase {
         let png = try ImageSynthesizer.data(width: 120, height: 80, format: .png(grey: true))
         return try ImageInput.data(png).withSource { source throws(VipsError) in
             let image = try ImageDecoder.load("grey") {
-                vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+                vl_load_named(LibVips.table, "pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_jpegsave_options(image.pointer, &buffer, &length, 90, 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 1) == 0,
+            guard vl_jpegsave_options(LibVips.table, image.pointer, &buffer, &length, 90, 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 1) == 0,
                 let buffer
             else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "jpeg"))

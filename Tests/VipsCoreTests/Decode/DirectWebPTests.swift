@@ -316,13 +316,13 @@ final class DirectWebPTests: XCTestCase {
         let png = try ImageSynthesizer.data(width: 64, height: 128, seed: 4, format: .png())
         return try ImageInput.data(png).withSource { source throws(VipsError) in
             let loaded = try ImageDecoder.load("strip") {
-                vl_load_named("pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
+                vl_load_named(LibVips.table, "pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
-            let image = try loaded.apply(.internal, "copy") { vl_copy_interpretation($0, $1, VIPS_INTERPRETATION_sRGB) }
-            vips_image_set_int(image.pointer, "page-height", 64)
+            let image = try loaded.apply(.internal, "copy") { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+            libvips.vips_image_set_int(image.pointer, "page-height", 64)
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_write_to_buffer(image.pointer, ".webp", &buffer, &length) == 0, let buffer else {
+            guard vl_write_to_buffer(LibVips.table, image.pointer, ".webp", &buffer, &length) == 0, let buffer else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "webp"))
             }
             return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })

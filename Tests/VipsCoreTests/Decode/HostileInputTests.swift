@@ -626,7 +626,7 @@ enum HostileFiles {
     static func liveVipsObjects() -> Int {
         var count = 0
         withUnsafeMutablePointer(to: &count) { counter in
-            _ = vips_object_map(
+            _ = libvips.vips_object_map(
                 { _, counter, _ in
                     counter?.assumingMemoryBound(to: Int.self).pointee += 1
                     return nil
