@@ -9,16 +9,19 @@
 
 #include "libvips.h"
 
-static inline int vl_extract_area(const VLLibVips *v, VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+static inline int vl_extract_area(const VLLibVips *v, VipsImage *in, VipsImage **out, int left, int top, int width,
+                                  int height) {
     return v->vips_extract_area(in, out, left, top, width, height, NULL);
 }
 
-static inline int vl_smartcrop(const VLLibVips *v, VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {
+static inline int vl_smartcrop(const VLLibVips *v, VipsImage *in, VipsImage **out, int width, int height,
+                               VipsInteresting interesting) {
     return v->vips_smartcrop(in, out, width, height, "interesting", interesting, NULL);
 }
 
 /* Places the image in a width × height canvas at a compass direction, filled with background. */
-static inline int vl_gravity(const VLLibVips *v, VipsImage *in, VipsImage **out, VipsCompassDirection direction, int width, int height,
+static inline int vl_gravity(const VLLibVips *v, VipsImage *in, VipsImage **out, VipsCompassDirection direction,
+                             int width, int height,
                              const double *background, int n) {
     VipsArrayDouble *colour = v->vips_array_double_new(background, n);
     int status = v->vips_gravity(in, out, direction, width, height, "extend", VIPS_EXTEND_BACKGROUND,
@@ -44,12 +47,14 @@ static inline int vl_flip(const VLLibVips *v, VipsImage *in, VipsImage **out, Vi
 }
 
 /* Overlay over base (porter-duff over) with its top-left corner at x, y. */
-static inline int vl_composite_over(const VLLibVips *v, VipsImage *base, VipsImage *overlay, VipsImage **out, int x, int y) {
+static inline int vl_composite_over(const VLLibVips *v, VipsImage *base, VipsImage *overlay, VipsImage **out, int x,
+                                    int y) {
     return v->vips_composite2(base, overlay, out, VIPS_BLEND_MODE_OVER, "x", x, "y", y, NULL);
 }
 
 /* out = in * a + b, per band. */
-static inline int vl_linear(const VLLibVips *v, VipsImage *in, VipsImage **out, const double *a, const double *b, int n) {
+static inline int vl_linear(const VLLibVips *v, VipsImage *in, VipsImage **out, const double *a, const double *b,
+                            int n) {
     return v->vips_linear(in, out, a, b, n, NULL);
 }
 
@@ -62,7 +67,8 @@ static inline int vl_multiply(const VLLibVips *v, VipsImage *left, VipsImage *ri
 }
 
 /* Every page of a multi-page or animated image, stacked top to bottom (n = -1). */
-static inline VipsImage *vl_load_named_all_pages(const VLLibVips *v, const char *loader, VipsSource *source, VipsAccess access,
+static inline VipsImage *vl_load_named_all_pages(const VLLibVips *v, const char *loader, VipsSource *source,
+                                                 VipsAccess access,
                                                  VipsFailOn fail_on) {
     VipsImage *out = NULL;
     return v->vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "n", -1, NULL) ? NULL : out;
@@ -76,25 +82,29 @@ static inline VipsBlob *vl_srgb_profile(const VLLibVips *v) {
     return v->vips_profile_load("srgb", &profile, NULL) ? NULL : profile;
 }
 
-static inline int vl_jpegsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality, gboolean interlace,
+static inline int vl_jpegsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                      gboolean interlace,
                                       VipsForeignSubsample subsample, gboolean strip) {
     return v->vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", interlace, "subsample_mode", subsample,
                                 "strip", strip, NULL);
 }
 
-static inline int vl_pngsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int compression, gboolean palette,
+static inline int vl_pngsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int compression,
+                                     gboolean palette,
                                      gboolean strip) {
     return v->vips_pngsave_buffer(in, buf, len, "compression", compression, "palette", palette, "strip", strip, NULL);
 }
 
-static inline int vl_webpsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality, gboolean lossless,
+static inline int vl_webpsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                      gboolean lossless,
                                       int effort, gboolean strip) {
     return v->vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "effort", effort,
                                 "strip", strip, NULL);
 }
 
 /* AVIF is HEIF with AV1 compression. */
-static inline int vl_avifsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality, int effort, gboolean strip) {
+static inline int vl_avifsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                      int effort, gboolean strip) {
     return v->vips_heifsave_buffer(in, buf, len, "Q", quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
                                 "effort", effort, "strip", strip, NULL);
 }

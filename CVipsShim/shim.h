@@ -30,20 +30,24 @@ static inline int vl_set_current_thread_name(const char *name) { return pthread_
 /* Load with one named loader (e.g. "jpegload_source"), never libvips' own
    guess from the bytes: the guess falls back to other loaders (ImageMagick
    among them) when the expected one rejects the data. */
-static inline VipsImage *vl_load_named(const VLLibVips *v, const char *loader, VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+static inline VipsImage *vl_load_named(const VLLibVips *v, const char *loader, VipsSource *source, VipsAccess access,
+                                       VipsFailOn fail_on) {
     VipsImage *out = NULL;
     return v->vips_call(loader, source, &out, "access", access, "fail_on", fail_on, NULL) ? NULL : out;
 }
 
 /* JPEG: decode at 1/shrink in the DCT domain (shrink is 1, 2, 4 or 8). */
-static inline VipsImage *vl_load_named_shrink(const VLLibVips *v, const char *loader, VipsSource *source, VipsAccess access,
+static inline VipsImage *vl_load_named_shrink(const VLLibVips *v, const char *loader, VipsSource *source,
+                                              VipsAccess access,
                                               VipsFailOn fail_on, int shrink) {
     VipsImage *out = NULL;
-    return v->vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "shrink", shrink, NULL) ? NULL : out;
+    return v->vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "shrink", shrink,
+                        NULL) ? NULL : out;
 }
 
 /* WebP: decode directly at any scale. */
-static inline VipsImage *vl_load_named_scale(const VLLibVips *v, const char *loader, VipsSource *source, VipsAccess access,
+static inline VipsImage *vl_load_named_scale(const VLLibVips *v, const char *loader, VipsSource *source,
+                                             VipsAccess access,
                                              VipsFailOn fail_on, double scale) {
     VipsImage *out = NULL;
     return v->vips_call(loader, source, &out, "access", access, "fail_on", fail_on, "scale", scale, NULL) ? NULL : out;
@@ -51,12 +55,14 @@ static inline VipsImage *vl_load_named_scale(const VLLibVips *v, const char *loa
 
 /* ---- processing ---------------------------------------------------------- */
 
-static inline int vl_thumbnail_image(const VLLibVips *v, VipsImage *in, VipsImage **out, int width, int height, VipsSize size,
+static inline int vl_thumbnail_image(const VLLibVips *v, VipsImage *in, VipsImage **out, int width, int height,
+                                     VipsSize size,
                                      gboolean no_rotate) {
     return v->vips_thumbnail_image(in, out, width, "height", height, "size", size, "no_rotate", no_rotate, NULL);
 }
 
-static inline int vl_resize_kernel(const VLLibVips *v, VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
+static inline int vl_resize_kernel(const VLLibVips *v, VipsImage *in, VipsImage **out, double hscale, double vscale,
+                                   VipsKernel kernel) {
     return v->vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
 }
 
@@ -103,7 +109,8 @@ static inline int vl_extract_bands(const VLLibVips *v, VipsImage *in, VipsImage 
     return v->vips_extract_band(in, out, first, "n", count, NULL);
 }
 
-static inline int vl_copy_interpretation(const VLLibVips *v, VipsImage *in, VipsImage **out, VipsInterpretation interpretation) {
+static inline int vl_copy_interpretation(const VLLibVips *v, VipsImage *in, VipsImage **out,
+                                         VipsInterpretation interpretation) {
     return v->vips_copy(in, out, "interpretation", interpretation, NULL);
 }
 
@@ -114,7 +121,8 @@ static inline int vl_icc_transform(const VLLibVips *v, VipsImage *in, VipsImage 
 
 /* Import with the image's embedded profile, export to output_profile (e.g. "srgb"),
    8-bit, relative colorimetric: what `vips icc_transform IN OUT srgb --embedded` does. */
-static inline int vl_icc_transform_embedded(const VLLibVips *v, VipsImage *in, VipsImage **out, const char *output_profile) {
+static inline int vl_icc_transform_embedded(const VLLibVips *v, VipsImage *in, VipsImage **out,
+                                            const char *output_profile) {
     return v->vips_icc_transform(in, out, output_profile, "embedded", TRUE, "depth", 8, NULL);
 }
 
@@ -130,7 +138,8 @@ static inline int vl_bandjoin2(const VLLibVips *v, VipsImage *a, VipsImage *b, V
     return v->vips_bandjoin2(a, b, out, NULL);
 }
 
-static inline int vl_draw_rect(const VLLibVips *v, VipsImage *image, double *ink, int n, int left, int top, int width, int height) {
+static inline int vl_draw_rect(const VLLibVips *v, VipsImage *image, double *ink, int n, int left, int top, int width,
+                               int height) {
     return v->vips_draw_rect(image, ink, n, left, top, width, height, "fill", TRUE, NULL);
 }
 
@@ -140,7 +149,8 @@ static inline int vl_perlin(const VLLibVips *v, VipsImage **out, int width, int 
     return v->vips_perlin(out, width, height, "cell_size", cell_size, "seed", seed, NULL);
 }
 
-static inline int vl_gaussnoise(const VLLibVips *v, VipsImage **out, int width, int height, double mean, double sigma, int seed) {
+static inline int vl_gaussnoise(const VLLibVips *v, VipsImage **out, int width, int height, double mean, double sigma,
+                                int seed) {
     return v->vips_gaussnoise(out, width, height, "mean", mean, "sigma", sigma, "seed", seed, NULL);
 }
 

@@ -67,7 +67,8 @@ public enum ImageSynthesizer {
                 return out.pointee == nil ? -1 : 0
             }
             var ink: [Double] = alpha ? [255, 0, 0, 255] : [255, 0, 0]
-            let status = vl_draw_rect(LibVips.table, 
+            let status = vl_draw_rect(
+                LibVips.table,
                 image.pointer, &ink, Int32(ink.count), 0, 0,
                 Int32(max(1, width / 8)), Int32(max(1, height / 8)))
             guard status == 0 else {
@@ -75,7 +76,9 @@ public enum ImageSynthesizer {
             }
         }
         if let iccProfile {
-            image = try image.apply(.internal, "ICC \(iccProfile)") { vl_icc_transform(LibVips.table, $0, $1, iccProfile, "srgb") }
+            image = try image.apply(.internal, "ICC \(iccProfile)") {
+                vl_icc_transform(LibVips.table, $0, $1, iccProfile, "srgb")
+            }
         }
         let suffix: String
         switch format {
@@ -93,7 +96,9 @@ public enum ImageSynthesizer {
             suffix = ".jpg[Q=\(quality)\(progressive ? ",interlace" : "")]"
         case .png(let sixteenBit, let grey, let palette, let interlaced):
             if grey {
-                image = try image.apply(.internal, "grey") { vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W) }
+                image = try image.apply(.internal, "grey") {
+                    vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W)
+                }
             }
             if sixteenBit {
                 image = try image.apply(.internal, "16-bit") {
@@ -151,23 +156,35 @@ public enum ImageSynthesizer {
             // Hard-edged shapes: thresholded medium octave.
             let edges = try b.apply(.internal, "edges") { vl_more_const1(LibVips.table, $0, $1, 0.2) }
             let e1 = try edges.apply(.internal, "linear") { vl_linear1(LibVips.table, $0, $1, 0.25, 0) }
-            let noise = try VipsImageHandle.make(.internal, "noise") { vl_gaussnoise(LibVips.table, $0, w, h, 0, 5, s &+ 3) }
+            let noise = try VipsImageHandle.make(.internal, "noise") {
+                vl_gaussnoise(LibVips.table, $0, w, h, 0, 5, s &+ 3)
+            }
             var sum = try VipsImageHandle.make(.internal, "add") { vl_add(LibVips.table, a1.pointer, b1.pointer, $0) }
             for layer in [c1, e1, noise] {
                 let previous = sum
-                sum = try VipsImageHandle.make(.internal, "add") { vl_add(LibVips.table, previous.pointer, layer.pointer, $0) }
+                sum = try VipsImageHandle.make(.internal, "add") {
+                    vl_add(LibVips.table, previous.pointer, layer.pointer, $0)
+                }
             }
             return try sum.apply(.internal, "cast") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
         }
         let r = try channel(0), g = try channel(1), b = try channel(2)
-        var rgb = try VipsImageHandle.make(.internal, "bandjoin") { vl_bandjoin3(LibVips.table, r.pointer, g.pointer, b.pointer, $0) }
+        var rgb = try VipsImageHandle.make(.internal, "bandjoin") {
+            vl_bandjoin3(LibVips.table, r.pointer, g.pointer, b.pointer, $0)
+        }
         if alpha {
-            let a = try VipsImageHandle.make(.internal, "perlin") { vl_perlin(LibVips.table, $0, w, h, large, seed &+ 99) }
+            let a = try VipsImageHandle.make(.internal, "perlin") {
+                vl_perlin(LibVips.table, $0, w, h, large, seed &+ 99)
+            }
             let a1 = try a.apply(.internal, "linear") { vl_linear1(LibVips.table, $0, $1, 160, 150) }
             let a2 = try a1.apply(.internal, "cast") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
             let previous = rgb
-            rgb = try VipsImageHandle.make(.internal, "bandjoin") { vl_bandjoin2(LibVips.table, previous.pointer, a2.pointer, $0) }
+            rgb = try VipsImageHandle.make(.internal, "bandjoin") {
+                vl_bandjoin2(LibVips.table, previous.pointer, a2.pointer, $0)
+            }
         }
-        return try rgb.apply(.internal, "sRGB") { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+        return try rgb.apply(.internal, "sRGB") {
+            vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+        }
     }
 }

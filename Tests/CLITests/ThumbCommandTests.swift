@@ -22,7 +22,8 @@ final class ThumbCommandTests: XCTestCase {
             ["thumb", "--size", "64", "--out", out.path] + inputs.map { dir.appendingPathComponent($0.0).path },
             environment: ["LD_DEBUG": "files"])
         XCTAssertEqual(direct.status, 0, direct.stderr)
-        XCTAssertTrue(direct.stderr.contains("file=libturbojpeg.so"), "the loader's list is there: \(direct.stderr.prefix(500))")
+        XCTAssertTrue(
+            direct.stderr.contains("file=libturbojpeg.so"), "the loader's list is there: \(direct.stderr.prefix(500))")
         XCTAssertFalse(direct.stderr.contains("libvips.so"), "libvips was loaded")
         for name in ["photo.jpg", "alpha.jpg", "lossy.jpg"] {
             let info = try ImageDecoder().info(.file(out.appendingPathComponent(name).path))
@@ -30,7 +31,10 @@ final class ThumbCommandTests: XCTestCase {
         }
 
         let avif = try CLIHarness.run(
-            ["thumb", "--size", "64", "--format", "avif", "--out", out.path, dir.appendingPathComponent("photo.jpg").path],
+            [
+                "thumb", "--size", "64", "--format", "avif", "--out", out.path,
+                dir.appendingPathComponent("photo.jpg").path
+            ],
             environment: ["LD_DEBUG": "files"])
         XCTAssertEqual(avif.status, 0, avif.stderr)
         let opened = avif.stderr.split(separator: "\n").filter { $0.contains("file=libvips.so") }

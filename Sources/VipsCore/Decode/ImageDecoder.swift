@@ -127,7 +127,8 @@ public struct ImageDecoder: Sendable {
         let image = try fastResidualResize(
             image, width: width, height: height, allowUpscale: allowUpscale, label: label)
         let sized = try image.apply(decodeErrorKind, "\(label): decode") {
-            vl_thumbnail_image(LibVips.table, 
+            vl_thumbnail_image(
+                LibVips.table,
                 $0, $1, Int32(clamping: width), Int32(clamping: height),
                 allowUpscale ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN, 0)
         }
@@ -169,7 +170,8 @@ public struct ImageDecoder: Sendable {
         let step = "\(label): resize"
         func bicubic(_ input: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
             try input.apply(decodeErrorKind, step) {
-                vl_resize_kernel(LibVips.table, 
+                vl_resize_kernel(
+                    LibVips.table,
                     $0, $1, Double(outWidth) / Double(input.width), Double(outHeight) / Double(input.height),
                     VIPS_KERNEL_CUBIC)
             }
@@ -180,7 +182,9 @@ public struct ImageDecoder: Sendable {
         // A whole-factor box shrink that leaves at least 1.5× to the bicubic step.
         let whole = (Double(min(image.width / outWidth, image.height / outHeight)) / 1.5).rounded(.down)
         if whole >= 2 {
-            premultiplied = try premultiplied.apply(decodeErrorKind, step) { vl_shrink(LibVips.table, $0, $1, whole, whole) }
+            premultiplied = try premultiplied.apply(decodeErrorKind, step) {
+                vl_shrink(LibVips.table, $0, $1, whole, whole)
+            }
         }
         let resized = try bicubic(premultiplied)
         let straight = try resized.apply(decodeErrorKind, step) { vl_unpremultiply(LibVips.table, $0, $1) }
@@ -201,7 +205,8 @@ public struct ImageDecoder: Sendable {
         // Clamped to the bitmap, as in `decode`: it only ever shrinks.
         let (width, height) = (min(box.width, bitmap.width), min(box.height, bitmap.height))
         let sized = try image.apply(.internal, "resize") {
-            vl_thumbnail_image(LibVips.table, $0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
+            vl_thumbnail_image(
+                LibVips.table, $0, $1, Int32(clamping: width), Int32(clamping: height), VIPS_SIZE_DOWN, 1)
         }
         return try withExtendedLifetime(bitmap) { () throws(VipsError) -> Bitmap in
             try Self.materialise(sized, scale: scale, label: "resize")
@@ -258,7 +263,9 @@ public struct ImageDecoder: Sendable {
     func probe(
         _ source: UnsafeMutablePointer<VipsSource>, loader: String, label: String
     ) throws(VipsError) -> LibvipsHeader {
-        let image = try Self.load(label) { vl_load_named(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+        let image = try Self.load(label) {
+            vl_load_named(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn)
+        }
         let loader = image.string("vips-loader") ?? "unknown"
         let info = ImageInfo(
             storedWidth: image.width, height: Int(libvips.vips_image_get_page_height(image.pointer)),
@@ -305,7 +312,8 @@ public struct ImageDecoder: Sendable {
         _ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String
     ) throws(VipsError) -> VipsImageHandle {
         try Self.load(label) {
-            vl_load_named_shrink(LibVips.table, "jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
+            vl_load_named_shrink(
+                LibVips.table, "jpegload_source", source, VIPS_ACCESS_SEQUENTIAL, failOn, Int32(shrink))
         }
     }
 
@@ -398,9 +406,13 @@ public struct ImageDecoder: Sendable {
         case VIPS_FORMAT_UCHAR:
             break
         case VIPS_FORMAT_USHORT, VIPS_FORMAT_UINT, VIPS_FORMAT_SHORT, VIPS_FORMAT_INT:
-            image = try image.apply(.corruptData, "\(label): depth") { vl_cast_shift(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
+            image = try image.apply(.corruptData, "\(label): depth") {
+                vl_cast_shift(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR)
+            }
         default:
-            image = try image.apply(.corruptData, "\(label): depth") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
+            image = try image.apply(.corruptData, "\(label): depth") {
+                vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR)
+            }
         }
         if image.bands < 3 {
             image = try image.apply(.corruptData, "\(label): colourspace") {
@@ -437,7 +449,9 @@ public struct ImageDecoder: Sendable {
         case .other: fits = false
         }
         guard fits else { return image }
-        let converted = try? image.apply(.corruptData, "\(label): ICC") { vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb") }
+        let converted = try? image.apply(.corruptData, "\(label): ICC") {
+            vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb")
+        }
         if converted == nil { VipsRuntime.discardErrorMessages() }
         return converted ?? image
     }
@@ -497,7 +511,9 @@ public struct ImageDecoder: Sendable {
             $0.pointee = image
             return image == nil ? -1 : 0
         }
-        return try raw.apply(.internal, "wrap bitmap") { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+        return try raw.apply(.internal, "wrap bitmap") {
+            vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+        }
     }
 
     /// Tells truncation from other corruption by libvips' wording. A loader

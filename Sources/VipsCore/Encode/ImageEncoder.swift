@@ -41,7 +41,9 @@ public struct ImageEncoder: Sendable {
         if !format.supportsAlpha, bitmap.channels == 4 {
             let colour = background.bands(3)
             image = try image.apply(.encodeFailed, "\(label): flatten") { input, output in
-                colour.withUnsafeBufferPointer { vl_flatten(LibVips.table, input, output, $0.baseAddress, Int32($0.count)) }
+                colour.withUnsafeBufferPointer {
+                    vl_flatten(LibVips.table, input, output, $0.baseAddress, Int32($0.count))
+                }
             }
         }
         let strip: gboolean = keepingMetadata ? 0 : 1
@@ -51,7 +53,9 @@ public struct ImageEncoder: Sendable {
                 vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
             }
             if let exif = metadata.exif {
-                exif.withUnsafeBytes { libvips.vips_image_set_blob_copy(image.pointer, "exif-data", $0.baseAddress, $0.count) }
+                exif.withUnsafeBytes {
+                    libvips.vips_image_set_blob_copy(image.pointer, "exif-data", $0.baseAddress, $0.count)
+                }
             }
             libvips.vips_image_set_int(image.pointer, "orientation", 1)
             if metadata.hadICCProfile, let profile = vl_srgb_profile(LibVips.table) {
@@ -73,15 +77,19 @@ public struct ImageEncoder: Sendable {
                 case .on: mode = VIPS_FOREIGN_SUBSAMPLE_ON
                 case .off: mode = VIPS_FOREIGN_SUBSAMPLE_OFF
                 }
-                return vl_jpegsave_options(LibVips.table, 
+                return vl_jpegsave_options(
+                    LibVips.table,
                     image.pointer, &buffer, &length, Int32(quality), progressive ? 1 : 0, mode, strip)
             case .png(let compression, let palette):
-                return vl_pngsave_options(LibVips.table, image.pointer, &buffer, &length, Int32(compression), palette ? 1 : 0, strip)
+                return vl_pngsave_options(
+                    LibVips.table, image.pointer, &buffer, &length, Int32(compression), palette ? 1 : 0, strip)
             case .webp(let quality, let lossless, let effort):
-                return vl_webpsave_options(LibVips.table, 
+                return vl_webpsave_options(
+                    LibVips.table,
                     image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), strip)
             case .avif(let quality, let effort):
-                return vl_avifsave_options(LibVips.table, image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
+                return vl_avifsave_options(
+                    LibVips.table, image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
             case .gif:
                 return vl_gifsave_options(LibVips.table, image.pointer, &buffer, &length, strip)
             }

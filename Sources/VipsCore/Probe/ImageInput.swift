@@ -57,7 +57,8 @@ public enum ImageInput: Sendable, Hashable {
             return try body(source)
         case .data(let data):
             let result: Result<R, VipsError> = data.withUnsafeBytes { raw in
-                guard let base = raw.baseAddress, let source = libvips.vips_source_new_from_memory(base, raw.count) else {
+                guard let base = raw.baseAddress, let source = libvips.vips_source_new_from_memory(base, raw.count)
+                else {
                     return .failure(VipsError(.internal, "cannot wrap \(raw.count) bytes as a libvips source"))
                 }
                 defer { g_object_unref(source) }

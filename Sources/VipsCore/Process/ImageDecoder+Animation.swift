@@ -53,7 +53,9 @@ extension ImageDecoder {
             ?? (header.width, header.height)
         let failOn = options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE
         // The probed source is read again, all pages this time.
-        let image = try Self.load(label) { vl_load_named_all_pages(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn) }
+        let image = try Self.load(label) {
+            vl_load_named_all_pages(LibVips.table, loader, source, VIPS_ACCESS_SEQUENTIAL, failOn)
+        }
         let delays = image.intArray("delay")
         let loop = max(0, image.int("loop") ?? 0)
         // vips_thumbnail sizes each page (page-height) into the box: every frame gets the same size.
@@ -139,7 +141,8 @@ extension ImageEncoder {
         let status: Int32 = withExtendedLifetime(tall) {
             switch format {
             case .webp(let quality, let lossless, let effort):
-                return vl_webpsave_options(LibVips.table, 
+                return vl_webpsave_options(
+                    LibVips.table,
                     image.pointer, &buffer, &length, Int32(quality), lossless ? 1 : 0, Int32(effort), 1)
             default:
                 return vl_gifsave_options(LibVips.table, image.pointer, &buffer, &length, 1)

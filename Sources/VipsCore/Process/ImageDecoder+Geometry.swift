@@ -163,7 +163,8 @@ extension ImageDecoder {
             let direction = gravity.compassDirection
             return try source.apply(.internal, "\(label): pad") { input, output in
                 colour.withUnsafeBufferPointer {
-                    vl_gravity(LibVips.table, 
+                    vl_gravity(
+                        LibVips.table,
                         input, output, direction, Int32(box.width), Int32(box.height), $0.baseAddress, Int32($0.count))
                 }
             }

@@ -59,8 +59,12 @@ extension ImageProcessors {
 
         public func process(_ bitmap: Bitmap) throws(VipsError) -> Bitmap {
             try BitmapOperation.run(bitmap, "greyscale") { image throws(VipsError) in
-                let grey = try image.apply(.internal, "greyscale") { vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W) }
-                return try grey.apply(.internal, "greyscale") { vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+                let grey = try image.apply(.internal, "greyscale") {
+                    vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W)
+                }
+                return try grey.apply(.internal, "greyscale") {
+                    vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+                }
             }
         }
     }

@@ -56,7 +56,9 @@ extension ImageProcessors {
                         top = try top.apply(.internal, "overlay: opacity") { input, output in
                             vl_linear(LibVips.table, input, output, scale, offset, 4)
                         }
-                        top = try top.apply(.internal, "overlay: opacity") { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
+                        top = try top.apply(.internal, "overlay: opacity") {
+                            vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR)
+                        }
                     }
                     let composed = try image.apply(.internal, "overlay") {
                         vl_composite_over(LibVips.table, $0, top.pointer, $1, Int32(origin.x), Int32(origin.y))

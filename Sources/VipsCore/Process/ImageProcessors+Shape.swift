@@ -86,7 +86,9 @@ enum ShapeMask {
                 alpha = try scaled.apply(.internal, label) { vl_cast(LibVips.table, $0, $1, VIPS_FORMAT_UCHAR) }
             }
             let joined = try rgb.apply(.internal, label) { vl_bandjoin2(LibVips.table, $0, alpha.pointer, $1) }
-            return try joined.apply(.internal, label) { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+            return try joined.apply(.internal, label) {
+                vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+            }
         }
     }
 }

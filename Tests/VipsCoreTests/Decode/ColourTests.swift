@@ -120,9 +120,13 @@ final class EmbeddedProfileTests: XCTestCase {
         let converted: Data = try ImageInput.data(data).withSource { source throws(VipsError) in
             let format = ImageFormat.sniff(Array(data.prefix(32)))
             let image = try ImageDecoder.load("reference") {
-                vl_load_named(LibVips.table, format?.libvipsLoader ?? "jpegload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
+                vl_load_named(
+                    LibVips.table, format?.libvipsLoader ?? "jpegload_source", source, VIPS_ACCESS_RANDOM,
+                    VIPS_FAIL_ON_NONE)
             }
-            let srgb = try image.apply(.internal, "reference") { vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb") }
+            let srgb = try image.apply(.internal, "reference") {
+                vl_icc_transform_embedded(LibVips.table, $0, $1, "srgb")
+            }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
             guard vl_pngsave_options(LibVips.table, srgb.pointer, &buffer, &length, 1, 0, 1) == 0, let buffer else {
@@ -252,7 +256,9 @@ func stripICC(_ data: Data) -> Data {
         return try ImageInput.data(data).withSource { source throws(VipsError) in
             let format = ImageFormat.sniff(Array(data.prefix(32)))
             let image = try ImageDecoder.load("strip") {
-                vl_load_named(LibVips.table, format?.libvipsLoader ?? "tiffload_source", source, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_NONE)
+                vl_load_named(
+                    LibVips.table, format?.libvipsLoader ?? "tiffload_source", source, VIPS_ACCESS_RANDOM,
+                    VIPS_FAIL_ON_NONE)
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0

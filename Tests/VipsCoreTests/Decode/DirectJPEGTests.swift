@@ -313,7 +313,9 @@ final class DirectJPEGTests: XCTestCase {
             }
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0
-            guard vl_jpegsave_options(LibVips.table, image.pointer, &buffer, &length, 90, 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 1) == 0,
+            guard
+                vl_jpegsave_options(
+                    LibVips.table, image.pointer, &buffer, &length, 90, 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 1) == 0,
                 let buffer
             else {
                 throw VipsError(.encodeFailed, VipsRuntime.takeErrorMessage(default: "jpeg"))

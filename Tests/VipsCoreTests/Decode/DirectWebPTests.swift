@@ -318,7 +318,9 @@ final class DirectWebPTests: XCTestCase {
             let loaded = try ImageDecoder.load("strip") {
                 vl_load_named(LibVips.table, "pngload_source", source, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_NONE)
             }
-            let image = try loaded.apply(.internal, "copy") { vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB) }
+            let image = try loaded.apply(.internal, "copy") {
+                vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+            }
             libvips.vips_image_set_int(image.pointer, "page-height", 64)
             var buffer: UnsafeMutableRawPointer? = nil
             var length = 0

@@ -1,14 +1,17 @@
 import CVipsShim
-@testable import VipsCore
 import VipsSynthesis
 import XCTest
+
+@testable import VipsCore
 
 /// libvips opened at run time: bound whole or not at all, with a typed
 /// error that says why.
 final class LibVipsTests: XCTestCase {
     func testLibvipsOpensWithEveryFunctionBoundAndStarts() throws {
         try VipsRuntime.start()
-        guard case .success(let bound) = LibVips.binding else { return XCTFail("libvips did not open: \(LibVips.binding)") }
+        guard case .success(let bound) = LibVips.binding else {
+            return XCTFail("libvips did not open: \(LibVips.binding)")
+        }
         XCTAssertEqual(bound.pointer.pointee.vips_version(0), VIPS_MAJOR_VERSION, "the library the headers describe")
         XCTAssertTrue(VipsRuntime.libraryVersion.hasPrefix("\(VIPS_MAJOR_VERSION).\(VIPS_MINOR_VERSION)."))
         // Calls through the table and the shim's wrappers: libvips' loader, its header, its pixels.
