@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 "$root/scripts/setup.sh"
 cd "$root"
-swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2
+swift build -c release --product vipsload 2>&1 | { grep -v -e "prohibited flag(s): -pthread" -e "use of .mktemp. is dangerous" || true; } >&2
 bin="$(swift build -c release --show-bin-path)/vipsload"
 dir=
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then dir=$1; shift; fi

@@ -27,7 +27,7 @@ source "$root/Benchmarks/nginx.sh"
 
 read -r -a bins <<<"${VIPSLOAD:-}"
 if [ ${#bins[@]} -eq 0 ]; then
-  (cd "$root" && swift build -c release --product vipsload 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; } >&2)
+  (cd "$root" && swift build -c release --product vipsload 2>&1 | { grep -v -e "prohibited flag(s): -pthread" -e "use of .mktemp. is dangerous" || true; } >&2)
   bins=("$(cd "$root" && swift build -c release --show-bin-path)/vipsload")
 fi
 corpus=$("${bins[0]}" corpus | tail -1)/jpeg-large
