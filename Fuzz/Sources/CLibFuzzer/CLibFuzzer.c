@@ -1,22 +1,5 @@
 #include "CLibFuzzer.h"
 
-/* From <vips/object.h> (declared here so this target needs no libvips headers; VipsCore links libvips).
-   libvips registers every live VipsObject in a global table and maps over it. */
-void *vips_object_map(void *(*fn)(void *object, void *a, void *b), void *a, void *b);
-
-static void *count_object(void *object, void *a, void *b) {
-    (void) object;
-    (void) b;
-    *(int *) a += 1;
-    return NULL;
-}
-
-int FuzzLiveVipsObjects(void) {
-    int count = 0;
-    vips_object_map(count_object, &count, NULL);
-    return count;
-}
-
 /*
  * The fuzzer's main. SwiftPM links every executable target with
  * `--defsym main=<Module>_main` (so tests can link executables), and

@@ -278,13 +278,13 @@ public func fuzzDecode(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
 /// The count of live libvips objects once it stops falling: a libvips worker thread can drop its
 /// last reference a moment after the call that used it returned, so a count above zero is looked at
 /// again for up to two seconds before it counts as a leak (a leaked object never goes).
-private func settledLiveVipsObjects() -> Int32 {
-    var live = FuzzLiveVipsObjects()
+private func settledLiveVipsObjects() -> Int {
+    var live = VipsRuntime.liveObjectCount
     var waited = 0
     while live != 0, waited < 2_000 {
         usleep(1_000)
         waited += 1
-        live = FuzzLiveVipsObjects()
+        live = VipsRuntime.liveObjectCount
     }
     return live
 }

@@ -380,7 +380,7 @@ final class HostileInputTests: XCTestCase {
         let cases = HostileFiles.malformed(from: originals)
         XCTAssertGreaterThanOrEqual(cases.count, 40)
         // Every libvips object (image, source, operation) made on the way, failed or not, must be released.
-        let liveObjects = HostileFiles.liveVipsObjects()
+        let liveObjects = VipsRuntime.liveObjectCount
 
         var errors = 0, bitmaps = 0
         for hostile in cases {
@@ -407,7 +407,7 @@ final class HostileInputTests: XCTestCase {
         }
         XCTAssertGreaterThan(errors, 0)
         XCTAssertGreaterThan(bitmaps, 0)
-        XCTAssertEqual(HostileFiles.liveVipsObjects(), liveObjects, "libvips objects leaked by hostile inputs")
+        XCTAssertEqual(VipsRuntime.liveObjectCount, liveObjects, "libvips objects leaked by hostile inputs")
 
         // Good images decode exactly as before, in the same process.
         for (original, expected) in zip(originals, before) {
@@ -619,20 +619,6 @@ enum HostileFiles {
             throw VipsError(.io, "no \(key) in /proc/self/status")
         }
         return kilobytes << 10
-    }
-
-    /// libvips objects alive now. libvips registers every object in a global table, which
-    /// hides a leaked reference from LeakSanitizer; counting the table finds it.
-    static func liveVipsObjects() -> Int {
-        var count = 0
-        withUnsafeMutablePointer(to: &count) { counter in
-            _ = libvips.vips_object_map(
-                { _, counter, _ in
-                    counter?.assumingMemoryBound(to: Int.self).pointee += 1
-                    return nil
-                }, counter, nil)
-        }
-        return count
     }
 
     static func openFileDescriptors() throws -> Int {

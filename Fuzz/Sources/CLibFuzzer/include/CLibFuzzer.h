@@ -11,9 +11,6 @@
 /* libFuzzer's entry for programs with their own main (LLVM >= 12); defined by the -sanitize=fuzzer runtime. */
 int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
 
-/* libvips objects (images, sources, operations) alive now: after each input it must be 0 again. */
-int FuzzLiveVipsObjects(void);
-
 /* Defined in Swift (FuzzTarget.swift). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
