@@ -9,44 +9,33 @@ enum Terminal {
 
     /// Writes `line` to stdout, with the credentials of any URL in it redacted.
     static func out(_ line: String) {
-        write(URLRedaction.redacted(line) + "\n", to: STDOUT_FILENO)
+        write(URLRedaction.redacted(line) + "\n", to: .standardOutput)
     }
 
     /// Writes `line` to stderr, with the credentials of any URL in it redacted.
     static func err(_ line: String) {
-        write(URLRedaction.redacted(line) + "\n", to: STDERR_FILENO)
+        write(URLRedaction.redacted(line) + "\n", to: .standardError)
     }
 
     /// Rewrites one progress line on stderr (terminal only).
     static func progress(_ text: String) {
         guard stderrIsTerminal else { return }
-        write("\r\u{1B}[K" + text, to: STDERR_FILENO)
+        write("\r\u{1B}[K" + text, to: .standardError)
     }
 
     /// Ends the progress line (terminal only).
     static func endProgress() {
         guard stderrIsTerminal else { return }
-        write("\r\u{1B}[K", to: STDERR_FILENO)
+        write("\r\u{1B}[K", to: .standardError)
     }
 
-    /// Writes `text` whole to `descriptor` (stdout or stderr). A stream that
-    /// cannot take it (its reader gone, as in `vipsload info DIR | head`, with
-    /// SIGPIPE ignored for the workers; or closed) loses the text and the
-    /// command carries on: Foundation's `FileHandle.write(_:)` would stop the
-    /// process with a crash report instead.
-    static func write(_ text: String, to descriptor: Int32) {
-        var text = text
-        text.withUTF8 { bytes in
-            guard var next = bytes.baseAddress else { return }
-            var left = bytes.count
-            while left > 0 {
-                let written = Glibc.write(descriptor, next, left)
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else { return }
-                next += written
-                left -= written
-            }
-        }
+    /// Writes `text` to `stream` (stdout or stderr) with Foundation's throwing
+    /// write. A stream that cannot take it (its reader gone, as in `vipsload
+    /// info DIR | head` with SIGPIPE ignored for the workers; or closed) loses
+    /// the text and the command carries on: the non-throwing
+    /// `FileHandle.write(_:)` would stop the process with a crash report instead.
+    static func write(_ text: String, to stream: FileHandle) {
+        try? stream.write(contentsOf: Data(text.utf8))
     }
 
     /// A JSON object from ordered key/value pairs whose values are already JSON.

@@ -63,6 +63,6 @@ final class ServeLog: ImageServerLogging {
     }
 
     private static func write(_ line: String) {
-        Terminal.write(line + "\n", to: STDERR_FILENO)
+        Terminal.write(line + "\n", to: .standardError)
     }
 }

@@ -124,7 +124,7 @@ final class ThumbReporter: Sendable {
         let seconds = elapsed
         let counts = self.counts
         let rate = seconds > 0 ? Double(counts.written) / seconds : 0
-        if drawsInPlace { Terminal.write("\r\u{1B}[K", to: STDERR_FILENO) }
+        if drawsInPlace { Terminal.write("\r\u{1B}[K", to: .standardError) }
         if options.json {
             Terminal.out(
                 Terminal.jsonObject([
@@ -152,7 +152,7 @@ final class ThumbReporter: Sendable {
 
     /// A line on stderr that does not tear the progress line.
     private func line(_ text: String) {
-        Terminal.write((drawsInPlace ? "\r\u{1B}[K" : "") + URLRedaction.redacted(text) + "\n", to: STDERR_FILENO)
+        Terminal.write((drawsInPlace ? "\r\u{1B}[K" : "") + URLRedaction.redacted(text) + "\n", to: .standardError)
     }
 
     private func count(_ change: (inout Counts) -> Void) {
@@ -168,7 +168,7 @@ final class ThumbReporter: Sendable {
         }
         guard let drawn else { return }
         let text = progressText(drawn, seconds: Double(now - start) / 1e9)
-        Terminal.write(drawsInPlace ? "\r\u{1B}[K" + text : text + "\n", to: STDERR_FILENO)
+        Terminal.write(drawsInPlace ? "\r\u{1B}[K" + text : text + "\n", to: .standardError)
     }
 
     /// "thumb: 120/400 30%, 41.2 images/s, ETA 0:07 (2 failed)".
