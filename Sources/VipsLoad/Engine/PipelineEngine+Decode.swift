@@ -45,8 +45,9 @@ extension PipelineEngine {
     /// Runs one decode or downscale on a decode thread, stores the bitmap and
     /// delivers it; a unit disposed of while queued never decodes.
     private func runDecode(_ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: DecodeInput) {
-        guard lock.perform({ _ in unit.begin() }) else { return }
         let cancellation = DecodeCancellation()
+        let stop: (@Sendable () -> Void)? = stopsAbandonedWork ? { @Sendable in cancellation.cancel() } : nil
+        guard lock.perform({ _ in unit.beginStoppable(stop) }) else { return }
         let watchdog = startWatchdog(cancellation, label: request.request.source.description) { [weak self] error in
             self?.lock.perform { effects in unit.complete(with: .failure(error), &effects) }
         }

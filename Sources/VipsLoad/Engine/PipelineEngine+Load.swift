@@ -131,6 +131,35 @@ extension PriorityThreadPool {
             enqueue(reserveID(), priority: priority) { continuation.resume(returning: body()) }
         }
     }
+
+    /// Runs `body` on one of the pool's threads, as work the calling task's
+    /// cancellation stops: while it waits it is taken out of the queue (it
+    /// never runs, and the call throws `.cancelled` at once); while it runs
+    /// the `DecodeCancellation` it runs under is cancelled, so the libvips
+    /// work inside stops at its next region and the call throws when it returns.
+    func runStoppable<T: Sendable>(
+        priority: ImageRequest.Priority, label: String, _ body: @escaping @Sendable () throws(VipsError) -> T
+    ) async throws(VipsError) -> T {
+        let id = reserveID()
+        let cancellation = DecodeCancellation()
+        // The one resume: whoever takes the continuation first (the job, or a cancel that dequeued it).
+        let waiting = LockedState<CheckedContinuation<Result<T, VipsError>, Never>?>(nil)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, VipsError>, Never>) in
+                waiting.withLock { $0 = continuation }
+                enqueue(id, priority: priority) {
+                    let result = Result { () throws(VipsError) -> T in try cancellation.run(body) }
+                    waiting.withLock { $0.take() }?.resume(returning: result)
+                }
+            }
+        } onCancel: {
+            cancellation.cancel()
+            // Still queued: it never runs, and the caller is answered now.
+            guard cancel(id) else { return }
+            waiting.withLock { $0.take() }?.resume(returning: .failure(.cancelled(label)))
+        }
+        return try result.get()
+    }
 }
 
 extension VipsError {

@@ -43,10 +43,14 @@ extension PipelineEngine {
     private func runProcess(
         _ unit: SharedWork<ImageResponse>, _ request: ValidatedRequest, _ input: ImageResponse
     ) {
-        guard lock.perform({ _ in unit.begin() }) else { return }
+        let cancellation = DecodeCancellation()
+        let stop: (@Sendable () -> Void)? = stopsAbandonedWork ? { @Sendable in cancellation.cancel() } : nil
+        guard lock.perform({ _ in unit.beginStoppable(stop) }) else { return }
         processObserver.withLock { $0 }?(request.key)
         let processors = ImageProcessors.Composition(request.request.processors)
-        var result = Result { () throws(VipsError) -> Bitmap in try processors.process(input.bitmap) }
+        var result = Result { () throws(VipsError) -> Bitmap in
+            try cancellation.run { () throws(VipsError) -> Bitmap in try processors.process(input.bitmap) }
+        }
         result = result.mapError { $0.about(request.request.source.description) }
         finish(unit, request, result.map { ImageResponse(bitmap: $0, origin: input.origin) })
     }

@@ -44,6 +44,8 @@ final class PipelineEngine: @unchecked Sendable {
     let dataCacheHits = Atomic<Int>(0)
     let decoder: ImageDecoder
     let resizesFromLargerCachedImages: Bool
+    /// `Configuration.stopsAbandonedWork`.
+    let stopsAbandonedWork: Bool
     /// `Configuration.decodeTimeLimit`.
     let decodeTimeLimit: Duration?
     /// `Configuration.previewInterval`.
@@ -94,6 +96,7 @@ final class PipelineEngine: @unchecked Sendable {
         dataCachePolicy = configuration.dataCachePolicy
         processedImageFormat = configuration.processedImageFormat
         resizesFromLargerCachedImages = configuration.resizesFromLargerCachedImages
+        stopsAbandonedWork = configuration.stopsAbandonedWork
         decodeTimeLimit = configuration.decodeTimeLimit
         previewInterval = configuration.previewInterval
         decodePool = PriorityThreadPool(name: "vipsload-decode", maxThreads: configuration.decodeConcurrency)

@@ -60,6 +60,11 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     private(set) var priority: ImageRequest.Priority
     /// How the unit's work is cancelled and moved in its queue (set by its stage).
     private var work: WorkHandle?
+    /// Stops the unit's running work part-way; set by a stage whose work can
+    /// be stopped (`beginStoppable`). While set, the last subscriber leaving
+    /// running work ends the unit and stops its work, though the unit
+    /// `finishesWithoutSubscribers`.
+    private var stopRunning: (@Sendable () -> Void)?
     /// The unit this one subscribes to, if any, and its subscription there.
     private var upstream: WorkSubscription?
     /// Whether any subscriber, ever, asked for the result to be stored in the
@@ -103,7 +108,9 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         }
         switch phase {
         case .running where finishesWithoutSubscribers:
-            break
+            guard let stop = stopRunning else { break }
+            dispose(&effects, cancellingWork: false)
+            effects.add(stop)
         case .pending, .running, .published:
             dispose(&effects, cancellingWork: true)
         case .ended:
@@ -173,6 +180,15 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
         return true
     }
 
+    /// `begin()` for work that `stop` can stop part-way: when `stop` is
+    /// non-nil, the last subscriber leaving the running work ends the unit and
+    /// calls `stop` (after the lock).
+    func beginStoppable(_ stop: (@Sendable () -> Void)?) -> Bool {
+        guard begin() else { return false }
+        stopRunning = stop
+        return true
+    }
+
     /// Tells every subscriber (as effects) how far the unit's download has
     /// come; ignored once the unit has a result or has ended.
     func reportProgress(completed: Int, total: Int?, file: String?, _ effects: inout Effects) {
@@ -210,6 +226,7 @@ final class SharedWork<Value: Sendable>: WorkSubscribable, @unchecked Sendable {
     /// Ends the unit: out of its table, out of its upstream unit, its work cancelled.
     private func dispose(_ effects: inout Effects, cancellingWork: Bool) {
         phase = .ended
+        stopRunning = nil
         subscribers = []
         leaveTable?()
         leaveTable = nil

@@ -61,6 +61,20 @@ extension ImagePipeline {
         /// source already in the memory cache instead of decoding again.
         /// Default true.
         public var resizesFromLargerCachedImages: Bool
+        /// Stop a decode, a downscale or a request's processors part-way when
+        /// every request waiting for it has gone (cancelled, or timed out by
+        /// its owner). Default false: such work runs to its end, so its bitmap
+        /// still reaches the memory cache for the next request.
+        ///
+        /// A server that answers each request within a deadline sets it, so a
+        /// deadline stops the work it times instead of leaving it running: the
+        /// work is stopped cooperatively (`DecodeCancellation`), at the next
+        /// strip or row libvips or the direct codec computes, and its unit
+        /// leaves the pipeline at once, so a later request for the same image
+        /// starts afresh rather than joining work that is stopping. A codec
+        /// call that cannot be interrupted runs to its end and its result is
+        /// dropped, as at `decodeTimeLimit`.
+        public var stopsAbandonedWork = false
         /// Watch the kernel's memory pressure and call `handleMemoryPressure`
         /// on it (a warning halves the memory cache, critical empties it).
         /// Default: true where the kernel publishes memory pressure

@@ -42,7 +42,10 @@ extension ImagePipeline {
     }
 
     /// `bitmap` encoded as `format` on the pipeline's decode threads, at
-    /// `priority` (never on the caller's thread): for a bitmap the caller
+    /// `priority` (never on the caller's thread). Cancelling the calling task
+    /// stops the encode: a queued one never starts, a running one stops at
+    /// libvips' next region (an encoder call that does all its work at once,
+    /// such as libheif's AVIF encode, runs to its end first). For a bitmap the caller
     /// already has, such as one whose format is chosen from its own alpha, or
     /// one decoded elsewhere. `keepingMetadata` and `background` are as for
     /// `encodedImage(for:as:keepingMetadata:background:)`; errors name `label`.
@@ -53,11 +56,13 @@ extension ImagePipeline {
         priority: ImageRequest.Priority = .normal, label: String = "image"
     ) async throws(VipsError) -> EncodedImage {
         try format.validate()
-        let result = await engine.decodePool.run(priority: priority) { () -> Result<EncodedImage, VipsError> in
-            Result { () throws(VipsError) -> EncodedImage in
+        do throws(VipsError) {
+            return try await engine.decodePool.runStoppable(priority: priority, label: label) {
+                () throws(VipsError) -> EncodedImage in
                 try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
             }
+        } catch {
+            throw error.about(label)
         }
-        return try result.mapError { $0.about(label) }.get()
     }
 }

@@ -10,7 +10,11 @@ import VipsCore
 /// client hangs up or its time runs out, and gets its own outcome; when the
 /// last waiter of a render leaves, the render's task is cancelled, and with
 /// it the pipeline's work for it (unless another request of the pipeline
-/// shares that work). Deliveries and cancellations run after the lock.
+/// shares that work). A cancelled render keeps its place among the `limit`
+/// until its task has returned, so the limit counts work, not answers: a
+/// burst of requests that all time out cannot start more work than the limit
+/// while the abandoned work is still stopping. A new request for its key
+/// starts a render of its own. Deliveries and cancellations run after the lock.
 final class RenderTable: Sendable {
     /// What a render (or an early leave) gives its waiters.
     enum Outcome: Sendable {
@@ -47,7 +51,12 @@ final class RenderTable: Sendable {
 
     private struct State {
         var renders: [String: Render] = [:]
+        /// Generations of cancelled renders whose tasks have not returned yet.
+        var stopping: Set<UInt64> = []
         var nextID: UInt64 = 0
+
+        /// Renders holding a place: running or waiting, and stopping.
+        var occupied: Int { renders.count + stopping.count }
     }
 
     /// Distinct renders in flight at most.
@@ -58,13 +67,16 @@ final class RenderTable: Sendable {
         self.limit = max(1, limit)
     }
 
-    /// Distinct renders in flight now.
-    var count: Int { state.withLock { $0.renders.count } }
+    /// Distinct renders in flight now, those still stopping included.
+    var count: Int { state.withLock { $0.occupied } }
+
+    /// Cancelled renders whose work has not stopped yet.
+    var stoppingCount: Int { state.withLock { $0.stopping.count } }
 
     /// Whether a render of a new key would be admitted now (a hint for
     /// answering 429 without deferring; `join` decides).
     func hasRoom(for key: String) -> Bool {
-        state.withLock { $0.renders[key] != nil || $0.renders.count < limit }
+        state.withLock { $0.renders[key] != nil || $0.occupied < limit }
     }
 
     /// Joins the render of `key`, or starts one running `work` when none is
@@ -80,7 +92,7 @@ final class RenderTable: Sendable {
                 state.renders[key]?.waiters[id] = Waiter(deliver: deliver, joined: true)
                 return (.joined(id: id), nil)
             }
-            guard state.renders.count < limit else { return (.full, nil) }
+            guard state.occupied < limit else { return (.full, nil) }
             state.nextID += 1
             let generation = state.nextID
             state.renders[key] = Render(
@@ -113,6 +125,7 @@ final class RenderTable: Sendable {
             }
             if render.waiters.isEmpty {
                 state.renders[key] = nil
+                state.stopping.insert(render.generation)
                 return (waiter, render.task)
             }
             state.renders[key] = render
@@ -129,6 +142,7 @@ final class RenderTable: Sendable {
     func cancelAll(with outcome: Outcome) {
         let renders = state.withLock { state -> [Render] in
             defer { state.renders = [:] }
+            for render in state.renders.values { state.stopping.insert(render.generation) }
             return Array(state.renders.values)
         }
         for render in renders {
@@ -139,6 +153,8 @@ final class RenderTable: Sendable {
 
     private func finish(_ key: String, generation: UInt64, with outcome: Outcome) {
         let waiters = state.withLock { state -> [Waiter] in
+            // A cancelled render's place is free once its work has returned.
+            if state.stopping.remove(generation) != nil { return [] }
             guard let render = state.renders[key], render.generation == generation else { return [] }
             state.renders[key] = nil
             return Array(render.waiters.values)

@@ -220,6 +220,8 @@ enum ServeCommand {
             decodeOptions: decodeOptions)
         // --timeout (at least 1, checked when parsed): a decode is stopped cooperatively.
         try? pipeline.setDecodeTimeLimit(.seconds(timeout))
+        // A request that times out or whose client hangs up stops its decode and processors, not only its answer.
+        pipeline.stopsAbandonedWork = true
         pipeline.http.requestTimeout = TimeInterval(timeout)
         pipeline.http.resourceTimeout = TimeInterval(timeout)
         pipeline.http.maxBodyBytes = maxSourceBytes

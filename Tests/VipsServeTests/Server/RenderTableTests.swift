@@ -128,7 +128,7 @@ final class RenderTableTests: XCTestCase {
         XCTAssertTrue(table.leave("key", waiter: second, with: .failure(.timedOut)))
         await fulfillment(of: [gate.cancelled, deliveries.arrived], timeout: 30)
         XCTAssertEqual(deliveries.all, ["a:499", "b:504+joined"])
-        XCTAssertEqual(table.count, 0)
+        try await Self.waitUntilEmpty(table)
     }
 
     func testCancellingEverythingAnswersEveryWaiter() async throws {
@@ -142,6 +142,86 @@ final class RenderTableTests: XCTestCase {
         table.cancelAll(with: .failure(.draining))
         await fulfillment(of: [deliveries.arrived, gates[0].cancelled, gates[1].cancelled], timeout: 30)
         XCTAssertEqual(deliveries.all, ["a:503", "b:503+joined", "c:503"])
-        XCTAssertEqual(table.count, 0)
+        try await Self.waitUntilEmpty(table)
+    }
+
+    /// A render whose every waiter left keeps its place until its work has
+    /// returned: with a limit of 1, a request for another image is refused
+    /// while the abandoned work still runs, and admitted once it has stopped.
+    /// (Before, the place was freed at the last waiter's timeout, so work that
+    /// could not stop at once piled up beyond the limit.)
+    func testAnAbandonedRenderHoldsItsPlaceUntilItsWorkReturns() async throws {
+        let table = RenderTable(limit: 1)
+        let stubborn = StubbornWork()
+        let deliveries = Deliveries(1)
+        guard case .started(let id) = table.join("slow", deliver: deliveries.deliver("a"), work: stubborn.work)
+        else { return XCTFail("the first render starts") }
+        await fulfillment(of: [stubborn.started], timeout: 30)
+        XCTAssertTrue(table.leave("slow", waiter: id, with: .failure(.timedOut)))
+        await fulfillment(of: [deliveries.arrived, stubborn.cancelled], timeout: 30)
+        XCTAssertEqual(deliveries.all, ["a:504"])
+        XCTAssertEqual(table.count, 1, "the abandoned work still holds its place")
+        XCTAssertEqual(table.stoppingCount, 1)
+        XCTAssertFalse(table.hasRoom(for: "other"))
+        guard case .full = table.join("other", deliver: { _, _ in }, work: { .failure(.noRoute) }) else {
+            return XCTFail("no room while the abandoned work runs")
+        }
+        XCTAssertFalse(table.hasRoom(for: "slow"), "not even for its own key: the stopping render cannot be joined")
+        stubborn.finish()
+        try await Self.waitUntilEmpty(table)
+        XCTAssertTrue(table.hasRoom(for: "other"))
+        let second = Deliveries(1)
+        guard case .started = table.join("other", deliver: second.deliver("b"), work: { .failure(.noRoute) }) else {
+            return XCTFail("room again once the work returned")
+        }
+        await fulfillment(of: [second.arrived], timeout: 30)
+        XCTAssertEqual(second.all, ["b:404"])
+    }
+
+    /// Work that notices its cancellation but only returns when told (an
+    /// encoder call that cannot be interrupted).
+    final class StubbornWork: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<Void, Never>?
+        private var finished = false
+        let started = XCTestExpectation(description: "work started")
+        let cancelled = XCTestExpectation(description: "work cancelled")
+
+        var work: @Sendable () async -> RenderTable.Outcome {
+            { [self] in
+                started.fulfill()
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let now = lock.withLock { () -> Bool in
+                            if finished { return true }
+                            self.continuation = continuation
+                            return false
+                        }
+                        if now { continuation.resume() }
+                    }
+                } onCancel: { [self] in
+                    cancelled.fulfill()
+                }
+                return .failure(.noRoute)
+            }
+        }
+
+        func finish() {
+            let waiting = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+                finished = true
+                defer { continuation = nil }
+                return continuation
+            }
+            waiting?.resume()
+        }
+    }
+
+    /// Waits until every render, stopping ones included, has returned (30 s at most).
+    static func waitUntilEmpty(_ table: RenderTable) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while table.count > 0 {
+            guard ContinuousClock.now < deadline else { return XCTFail("renders still in flight: \(table.count)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
     }
 }
