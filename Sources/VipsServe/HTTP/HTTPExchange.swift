@@ -9,9 +9,10 @@ import VipsCore
 ///
 /// A request answered later goes through these phases: the handler defers
 /// it (`suspended`: the connection is suspended and watched for the client
-/// hanging up), the answer arrives from any thread (`ready`: the connection
-/// is resumed), libmicrohttpd calls the handler again on its thread and the
-/// answer is queued there (`answered`). Queueing only ever happens on
+/// hanging up, and the deferred work runs in the exchange's task), the
+/// answer arrives from that task (`ready`: the connection is resumed),
+/// libmicrohttpd calls the handler again on its thread and the answer is
+/// queued there (`answered`). A hang-up cancels the task. Queueing only ever happens on
 /// libmicrohttpd's thread, and resuming happens once, after the answer is
 /// stored: no other thread touches the connection while libmicrohttpd works
 /// on it.
@@ -26,8 +27,8 @@ final class HTTPExchange: @unchecked Sendable {
         case active
         /// Deferred: the connection is suspended until the answer comes.
         case suspended
-        /// The answer came; the connection is being resumed.
-        case ready(HTTPResponse)
+        /// The answer came (nil: close unanswered); the connection is being resumed.
+        case ready(HTTPResponse?)
         /// Queued on the connection (or the connection was dropped).
         case answered
     }
@@ -36,8 +37,8 @@ final class HTTPExchange: @unchecked Sendable {
         var phase = Phase.headers
         /// The client hung up while the request was suspended.
         var clientGone = false
-        /// Called once when the client hangs up (set by the deferred work).
-        var onClientGone: (@Sendable () -> Void)?
+        /// The deferred work's task, cancelled when the client hangs up.
+        var work: Task<Void, Never>?
         /// What was queued: status and body bytes, for the completion record.
         var sentStatus: Int?
         var sentBytes = 0
@@ -100,7 +101,7 @@ final class HTTPExchange: @unchecked Sendable {
     /// stop watching before the connection is resumed; nil for an answer that
     /// came too late or twice (only the first answer of a suspended request
     /// resumes it).
-    func store(_ response: HTTPResponse, note: String?) -> Int32? {
+    func store(_ response: HTTPResponse?, note: String?) -> Int32? {
         shared.withLock { shared in
             guard case .suspended = shared.phase else { return nil }
             shared.phase = .ready(response)
@@ -112,7 +113,7 @@ final class HTTPExchange: @unchecked Sendable {
 
     /// The stored answer, taken on libmicrohttpd's thread after the resume
     /// (and the exchange marked answered), with whether the client is gone.
-    func takeReady() -> (response: HTTPResponse, clientGone: Bool)? {
+    func takeReady() -> (response: HTTPResponse?, clientGone: Bool)? {
         shared.withLock { shared in
             guard case .ready(let response) = shared.phase else { return nil }
             shared.phase = .answered
@@ -135,45 +136,40 @@ final class HTTPExchange: @unchecked Sendable {
         shared.withLock { ($0.sentStatus, $0.sentBytes, $0.note, $0.clientGone) }
     }
 
-    /// The client hung up while the request was suspended: runs the
-    /// deferred work's handler (once, after the lock is released).
+    /// The client hung up while the request was suspended: cancels the
+    /// deferred work's task (once, after the lock is released).
     func clientHungUp() {
-        let handler = shared.withLock { shared -> (@Sendable () -> Void)? in
+        let work = shared.withLock { shared -> Task<Void, Never>? in
             guard !shared.clientGone else { return nil }
             shared.clientGone = true
-            defer { shared.onClientGone = nil }
-            return shared.onClientGone
+            defer { shared.work = nil }
+            return shared.work
         }
-        handler?()
+        work?.cancel()
     }
 
-    /// Sets the handler for the client hanging up; runs it at once (after
-    /// the lock) when the client is gone already.
-    func onClientGone(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = shared.withLock { shared -> Bool in
+    /// Records the deferred work's task; cancels it at once (after the lock)
+    /// when the client is gone already.
+    func attach(_ work: Task<Void, Never>) {
+        let cancelNow = shared.withLock { shared -> Bool in
             guard !shared.clientGone else { return true }
-            shared.onClientGone = handler
+            shared.work = work
             return false
         }
-        if runNow { handler() }
-    }
-}
-
-/// The deferred answer of one request: what a handler that returned
-/// `.later` gets, to answer from any thread, exactly once.
-struct PendingReply: Sendable {
-    let exchange: HTTPExchange
-    let server: HTTPServer
-
-    /// Sends `response` (from any thread); `note` goes to the access log.
-    /// Only the first call counts.
-    func send(_ response: HTTPResponse, note: String? = nil) {
-        server.answer(exchange, with: response, note: note)
+        if cancelNow { work.cancel() }
     }
 
-    /// Calls `handler` (once, on some thread) when the client hangs up
-    /// before the answer is sent; at once when it has already.
-    func onClientGone(_ handler: @escaping @Sendable () -> Void) {
-        exchange.onClientGone(handler)
+    /// Cancels the deferred work's task, if it still runs (a stop that cannot wait).
+    func cancelWork() {
+        let work = shared.withLock { shared -> Task<Void, Never>? in
+            defer { shared.work = nil }
+            return shared.work
+        }
+        work?.cancel()
+    }
+
+    /// The deferred work has answered: its task is no longer the exchange's to cancel.
+    func detachWork() {
+        shared.withLock { $0.work = nil }
     }
 }

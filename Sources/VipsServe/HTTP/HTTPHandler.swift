@@ -1,7 +1,8 @@
 /// What `HTTPServer` calls: the application behind the HTTP layer.
 ///
-/// Both methods run on libmicrohttpd's thread, so they must not block:
-/// anything slow is deferred (`.later`) and answered from another thread.
+/// Its methods run on libmicrohttpd's thread, so they must not block:
+/// anything slow is deferred (`.later`) to an async function whose task the
+/// HTTP layer owns.
 protocol HTTPHandler: Sendable {
     /// Answers `request` now, or defers it.
     func handle(_ request: borrowing HTTPRequest) -> HTTPHandling
@@ -20,8 +21,24 @@ enum HTTPHandling {
     case respond(HTTPResponse?, note: String?)
     /// Answer later: the connection is suspended (libmicrohttpd's thread is
     /// free for other connections) and watched for the client hanging up,
-    /// and `start` is called with the reply to send from any thread.
-    case later(@Sendable (PendingReply) -> Void)
+    /// and the answer is what `work` returns, run in a task the HTTP layer
+    /// owns. The client hanging up cancels that task, and so does a stop
+    /// that cannot wait for it: `work` ends its work when it sees the
+    /// cancellation, and what it returns then is dropped.
+    case later(@Sendable () async -> HTTPAnswer)
+}
+
+/// What deferred work answers a request with.
+struct HTTPAnswer: Sendable {
+    /// The response; nil closes the connection unanswered (no memory for a response).
+    var response: HTTPResponse?
+    /// For the access log (a cache tier, say).
+    var note: String?
+
+    init(_ response: HTTPResponse?, note: String? = nil) {
+        self.response = response
+        self.note = note
+    }
 }
 
 /// A finished request, for logs and metrics.

@@ -12,18 +12,19 @@ import VipsCore
 ///
 /// libmicrohttpd's threads only parse requests and send responses. A
 /// handler answers at once what it can (a cached response, an error), and
-/// defers the rest: the connection is suspended (libmicrohttpd stops
-/// polling it, so its thread serves other connections), watched for the
-/// client hanging up (`HangupWatcher`), and resumed from whichever thread
-/// has the answer (`MHD_resume_connection` is safe from any thread with
+/// defers the rest to an async function, run in a task the server owns: the
+/// connection is suspended (libmicrohttpd stops polling it, so its thread
+/// serves other connections), watched for the client hanging up
+/// (`HangupWatcher`, whose report cancels the task), and resumed from the
+/// task once it has the answer (`MHD_resume_connection` is safe from any thread with
 /// `MHD_ALLOW_SUSPEND_RESUME`); libmicrohttpd then calls the handler again
 /// on its own thread, where the answer is queued. No libmicrohttpd thread
 /// ever waits for a decode.
 ///
 /// Lifecycle: `init` starts listening; `quiesce()` stops accepting
 /// connections (open ones keep being served); `waitUntilIdle()` returns
-/// once no request is in flight; `answerSuspended(with:)` answers whatever
-/// is still suspended; `stop()` closes every connection and ends the
+/// once no request is in flight; `answerSuspended(with:)` cancels the work
+/// of whatever is still suspended and answers it; `stop()` closes every connection and ends the
 /// threads (it must be called, and only once nothing is suspended).
 final class HTTPServer: Sendable {
     private struct Table {
@@ -161,13 +162,13 @@ final class HTTPServer: Sendable {
         }
     }
 
-    /// Answers every suspended request with the response `make()` gives
-    /// (before `stop()`, which must not find any).
+    /// Cancels the work of every suspended request and answers it with the
+    /// response `make()` gives (before `stop()`, which must not find any).
     func answerSuspended(with make: () -> HTTPResponse?) {
         let suspended = table.withLock { Array($0.suspended.values) }
         for exchange in suspended {
-            guard let response = make() else { continue }
-            answer(exchange, with: response, note: nil)
+            exchange.cancelWork()
+            answer(exchange, with: make(), note: nil)
         }
     }
 
@@ -193,8 +194,8 @@ final class HTTPServer: Sendable {
     // MARK: - Answers from any thread
 
     /// Stores `response` for a suspended request and resumes its connection
-    /// (the first answer only).
-    func answer(_ exchange: HTTPExchange, with response: HTTPResponse, note: String?) {
+    /// (the first answer only; nil closes the connection unanswered).
+    func answer(_ exchange: HTTPExchange, with response: HTTPResponse?, note: String?) {
         guard let socket = exchange.store(response, note: note) else { return }
         table.withLock { _ = $0.suspended.removeValue(forKey: exchange.id) }
         if socket >= 0 { watcher.unwatch(socket) }
@@ -234,19 +235,25 @@ final class HTTPServer: Sendable {
             case .respond(let response, let note):
                 guard let response else { return .NO }
                 return queue(response, on: exchange, note: note)
-            case .later(let start):
+            case .later(let work):
                 MHD_suspend_connection(connection)
                 let socket = vl_mhd_connection_fd(connection)
                 exchange.markSuspended(socket: socket)
                 table.withLock { $0.suspended[exchange.id] = exchange }
                 if socket >= 0 { watcher.watch(socket, id: exchange.id) }
-                start(PendingReply(exchange: exchange, server: self))
+                // The server's task: a hang-up (the watcher) or a stop cancels it.
+                exchange.attach(
+                    Task { [self] in
+                        let answer = await work()
+                        exchange.detachWork()
+                        self.answer(exchange, with: answer.response, note: answer.note)
+                    })
                 return .YES
             }
         case .ready:
             guard let (response, clientGone) = exchange.takeReady() else { return .YES }
-            // A client that hung up gets nothing: the connection is closed.
-            guard !clientGone else { return .NO }
+            // A client that hung up gets nothing, and no response closes: the connection is closed.
+            guard !clientGone, let response else { return .NO }
             return queue(response, on: exchange, note: nil)
         case .suspended, .answered:
             return .YES

@@ -33,7 +33,7 @@ public final class ImageServer: Sendable {
     public let pipeline: ImagePipeline
     /// The configuration the server was made with.
     public let configuration: Configuration
-    let service: ImageService
+    let router: ImageRouter
     let http: HTTPServer
     private let shutdownState = LockedState<Task<Void, Never>?>(nil)
 
@@ -44,8 +44,8 @@ public final class ImageServer: Sendable {
     public init(pipeline: ImagePipeline, configuration: Configuration = Configuration()) throws(VipsError) {
         self.pipeline = pipeline
         self.configuration = configuration
-        let service = ImageService(pipeline: pipeline, configuration: configuration)
-        self.service = service
+        let router = ImageRouter(pipeline: pipeline, configuration: configuration)
+        self.router = router
         http = try HTTPServer(
             configuration: HTTPServer.Configuration(
                 address: configuration.address, port: configuration.port,
@@ -53,8 +53,8 @@ public final class ImageServer: Sendable {
                 connectionTimeoutSeconds: Self.wholeSeconds(configuration.connectionTimeout),
                 connectionMemoryBytes: configuration.maxHeaderBytes, threads: max(1, configuration.networkThreads),
                 listenBacklog: max(128, configuration.maxConnections)),
-            handler: service)
-        service.attach(http)
+            handler: router)
+        router.attach(http)
     }
 
     /// `duration` in whole seconds for libmicrohttpd, rounded up (a timeout
@@ -69,10 +69,10 @@ public final class ImageServer: Sendable {
     public var port: UInt16 { http.port }
 
     /// Whether `shutdown()` has begun: new requests get 503, `/health` too.
-    public var isDraining: Bool { service.isDraining }
+    public var isDraining: Bool { router.isDraining }
 
     /// Everything `/metrics` answers, in the Prometheus text exposition format.
-    public var metricsText: String { service.metricsText }
+    public var metricsText: String { router.metricsText }
 
     /// Stops the server gracefully: it stops accepting connections, answers
     /// new requests on open ones with 503 (and `/health` with 503), lets the
@@ -82,8 +82,8 @@ public final class ImageServer: Sendable {
     public func shutdown() async {
         let task = shutdownState.withLock { state -> Task<Void, Never> in
             if let running = state { return running }
-            let started = Task { [service, http, configuration] in
-                await Self.drain(service: service, http: http, configuration: configuration)
+            let started = Task { [router, http, configuration] in
+                await Self.drain(router: router, http: http, configuration: configuration)
             }
             state = started
             return started
@@ -91,20 +91,20 @@ public final class ImageServer: Sendable {
         await task.value
     }
 
-    private static func drain(service: ImageService, http: HTTPServer, configuration: Configuration) async {
-        service.beginDraining()
+    private static func drain(router: ImageRouter, http: HTTPServer, configuration: Configuration) async {
+        router.beginDraining()
         http.quiesce()
         let inFlight = http.activeRequests
         configuration.log?.event("draining: \(inFlight) request\(inFlight == 1 ? "" : "s") in flight")
         if await !http.waitUntilIdle(timeout: configuration.drainTimeout) {
             configuration.log?.event(
                 "drain timeout: \(http.activeRequests) request(s) still in flight get 503")
-            service.abandonRenders()
+            router.images.abandonRenders()
             http.answerSuspended { ErrorStatus.draining.response(closesConnection: true) }
             // The 503s are being sent; a client that reads nothing cannot hold the exit.
             _ = await http.waitUntilIdle(timeout: .seconds(1))
         }
-        await service.processed?.flush()
+        await router.images.processed?.flush()
         http.stop()
         configuration.log?.event("stopped")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import VipsCore
 import XCTest
 
 @testable import VipsServe
@@ -11,7 +12,7 @@ final class HTTPServerTests: XCTestCase {
     /// Answers `/now` at once and defers `/later` until the test answers it.
     final class ScriptedHandler: HTTPHandler, @unchecked Sendable {
         private let lock = NSLock()
-        private var replies: [PendingReply] = []
+        private var replies: [DeferredReply] = []
         private var records: [HTTPCompletion] = []
         /// Fulfilled once per deferred request.
         let deferred: XCTestExpectation
@@ -33,10 +34,11 @@ final class HTTPServerTests: XCTestCase {
             guard request.path == "/later" else {
                 return .respond(HTTPResponse.text(200, "now"), note: "now")
             }
-            return .later { [self] reply in
-                reply.onClientGone { [self] in hungUp.fulfill() }
+            let reply = DeferredReply()
+            return .later { [self] in
                 lock.withLock { replies.append(reply) }
                 deferred.fulfill()
+                return await reply.answer { [self] in hungUp.fulfill() }
             }
         }
 
@@ -47,8 +49,41 @@ final class HTTPServerTests: XCTestCase {
 
         func serverMessage(_ text: String) {}
 
-        var pending: [PendingReply] { lock.withLock { replies } }
+        var pending: [DeferredReply] { lock.withLock { replies } }
         var completed: [HTTPCompletion] { lock.withLock { records } }
+    }
+
+    /// A deferred request's answer, sent by the test from any thread: the
+    /// server's task for the request waits for it (the first `send` counts).
+    final class DeferredReply: Sendable {
+        private let state = LockedState<(answer: HTTPAnswer?, waiting: CheckedContinuation<HTTPAnswer, Never>?)>(
+            (nil, nil))
+
+        func send(_ response: HTTPResponse?, note: String? = nil) {
+            let waiting = state.withLock { state -> CheckedContinuation<HTTPAnswer, Never>? in
+                guard state.answer == nil else { return nil }
+                state.answer = HTTPAnswer(response, note: note)
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(returning: HTTPAnswer(response, note: note))
+        }
+
+        /// Waits for `send`; `cancelled` is called when the server cancels the task (the client hung up).
+        func answer(onCancel cancelled: @escaping @Sendable () -> Void) async -> HTTPAnswer {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let now = state.withLock { state -> HTTPAnswer? in
+                        if let answer = state.answer { return answer }
+                        state.waiting = continuation
+                        return nil
+                    }
+                    if let now { continuation.resume(returning: now) }
+                }
+            } onCancel: {
+                cancelled()
+            }
+        }
     }
 
     /// Stopped and released in `tearDown` (XCTest keeps what a teardown block captures until the run ends).

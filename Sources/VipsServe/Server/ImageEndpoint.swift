@@ -1,0 +1,226 @@
+import Foundation
+import VipsCore
+import VipsLoad
+
+/// The image URLs, in imgproxy's four steps: the URL is parsed and checked
+/// into a job (`resolve`), answered at once where no work is needed (`304`,
+/// a memory hit, a full queue), and otherwise made by `answer(_:)`: an async
+/// function, run in the HTTP layer's task for the request, that joins or
+/// starts the job's render and waits for it within the request's deadline.
+///
+/// A hang-up cancels that task, and the deadline ends the wait: either way
+/// the request leaves its render, and a render that no request waits for
+/// any more is cancelled, so its download, decode and encode stop
+/// (`ImagePipeline.Configuration.stopsAbandonedWork`). The render keeps its
+/// place in the queue until its work has returned (`RenderTable`).
+final class ImageEndpoint: Sendable {
+    let pipeline: ImagePipeline
+    let configuration: ImageServer.Configuration
+    let metrics: ServerMetrics
+    let responses: ResponseCache
+    let processed: ProcessedCache?
+    let renders: RenderTable
+    private let source: IsolationSource
+    private let queueFull = ErrorStatus.queueFull.response(headers: [("Retry-After", "1")])
+
+    init(pipeline: ImagePipeline, configuration: ImageServer.Configuration, metrics: ServerMetrics) {
+        self.pipeline = pipeline
+        self.configuration = configuration
+        self.metrics = metrics
+        responses = ResponseCache(byteLimit: configuration.responseCacheBytes)
+        processed = configuration.diskCache.map { ProcessedCache(disk: $0) }
+        renders = RenderTable(limit: configuration.queueLimit)
+        source = IsolationSource(pipeline: pipeline, isolation: configuration.isolation)
+    }
+
+    /// An image URL: answered now from the caches or with `304`, else deferred to `answer(_:)`.
+    func handle(_ request: borrowing HTTPRequest) -> HTTPHandling {
+        let job: RenderJob
+        switch resolve(request) {
+        case .success(let resolved): job = resolved
+        case .failure(let status): return .respond(status.response(), note: nil)
+        }
+        if let tags = request.header("If-None-Match"), job.key.isMatched(by: tags) {
+            metrics.record { $0.notModified += 1 }
+            return .respond(job.notModified(), note: "not-modified")
+        }
+        if let cached = responses.response(for: job.key.text) {
+            metrics.record { $0.memoryHits += 1 }
+            return .respond(cached, note: "memory")
+        }
+        guard renders.hasRoom(for: job.key.text) else {
+            metrics.record { $0.rejected += 1 }
+            return .respond(queueFull, note: nil)
+        }
+        return .later { [self] in await answer(job) }
+    }
+
+    /// Ends every render in flight: its waiters get 503 (a drain out of time).
+    func abandonRenders() {
+        renders.cancelAll(with: .failure(.draining))
+    }
+
+    // MARK: - The deferred answer
+
+    /// `job`'s answer: its render's outcome, or 504 at the request's deadline,
+    /// or 499 (nothing is sent) when the calling task is cancelled.
+    private func answer(_ job: RenderJob) async -> HTTPAnswer {
+        let deadline = configuration.requestTimeout
+        let outcome = await withTaskGroup(of: (RenderTable.Outcome, joined: Bool)?.self) { group in
+            group.addTask { [self] in await wait(for: job) }
+            group.addTask {
+                // The deadline: ends the wait unless the render answers first.
+                try? await Task.sleep(for: deadline)
+                return Task.isCancelled ? nil : (.failure(.timedOut), joined: false)
+            }
+            defer { group.cancelAll() }
+            while let next = await group.next() {
+                if let next { return next }
+            }
+            return (RenderTable.Outcome.failure(.clientGone), joined: false)
+        }
+        switch outcome.0 {
+        case .response(let response, let tier):
+            return HTTPAnswer(response, note: outcome.joined ? "joined" : tier)
+        case .failure(let status):
+            if status.code == ErrorStatus.clientGone.code { metrics.record { $0.clientCancels += 1 } }
+            if status.code == ErrorStatus.timedOut.code { metrics.record { $0.timeouts += 1 } }
+            if status.code == ErrorStatus.queueFull.code { return HTTPAnswer(queueFull) }
+            return HTTPAnswer(status.response() ?? queueFull)
+        }
+    }
+
+    /// Joins or starts `job`'s render and waits for its outcome; leaves the
+    /// render (its outcome then is 499's) when the calling task is cancelled.
+    private func wait(for job: RenderJob) async -> (RenderTable.Outcome, joined: Bool) {
+        let key = job.key.text
+        let place = WaiterPlace()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<(RenderTable.Outcome, Bool), Never>) in
+                let join = renders.join(
+                    key, deliver: { outcome, joined in continuation.resume(returning: (outcome, joined)) },
+                    work: { [self] in await render(job) })
+                switch join {
+                case .full:
+                    metrics.record { $0.rejected += 1 }
+                    continuation.resume(returning: (.failure(.queueFull), false))
+                case .started(let id), .joined(let id):
+                    if case .joined = join { metrics.record { $0.coalesced += 1 } }
+                    if place.settle(id) { renders.leave(key, waiter: id, with: .failure(.clientGone)) }
+                }
+            }
+        } onCancel: { [renders] in
+            if let id = place.cancel() { renders.leave(key, waiter: id, with: .failure(.clientGone)) }
+        }
+    }
+
+    /// Makes `job`'s response: from the disk cache, else through the pipeline.
+    private func render(_ job: RenderJob) async -> RenderTable.Outcome {
+        let key = job.key.text
+        if let processed, let bytes = await processed.bytes(for: key) {
+            let format = ImageFormat.sniff(bytes.prefix(64)) ?? .jpeg
+            guard let response = job.response(body: bytes, format: format) else {
+                return .failure(ErrorStatus(500, "internal error"))
+            }
+            responses.store(response, for: key, lifetime: job.cacheLifetime.map { .seconds($0) })
+            metrics.record { $0.diskHits += 1 }
+            return .response(response, tier: "disk")
+        }
+        metrics.record { $0.renders += 1 }
+        do throws(VipsError) {
+            let encoded = try await encode(job)
+            guard let response = job.response(body: encoded.data, format: encoded.format.imageFormat) else {
+                return .failure(ErrorStatus(500, "internal error"))
+            }
+            responses.store(response, for: key, lifetime: job.cacheLifetime.map { .seconds($0) })
+            processed?.store(
+                encoded.data, for: key, contentType: RenderJob.contentType(encoded.format.imageFormat),
+                lifetime: job.cacheLifetime)
+            return .response(response, tier: "miss")
+        } catch {
+            return .failure(ErrorStatus(error))
+        }
+    }
+
+    /// The bitmap of `job`, encoded on the pipeline's threads.
+    private func encode(_ job: RenderJob) async throws(VipsError) -> EncodedImage {
+        var request = job.request
+        if job.keepsMetadata { request.options.insert(.keepMetadata) }
+        let bitmap = try await source.bitmap(for: request)
+        return try await pipeline.encode(
+            bitmap, as: job.encoding.format(for: bitmap), keepingMetadata: job.keepsMetadata,
+            background: job.background, priority: request.priority, label: request.source.description)
+    }
+
+    // MARK: - Resolving
+
+    /// The job an image URL asks for, or the status refusing it.
+    ///
+    /// Nothing is decoded: the URL is parsed and checked (signature, options,
+    /// source policy), a local file's identity is one `stat`, and the format
+    /// is the URL's or negotiated from `Accept`.
+    private func resolve(_ request: borrowing HTTPRequest) -> Result<RenderJob, ErrorStatus> {
+        let processing: ProcessingRequest
+        do throws(ProcessingURLError) {
+            processing = try configuration.urls.parse(request.target)
+        } catch {
+            return .failure(ErrorStatus(error))
+        }
+        let source = processing.imageRequest.source
+        let identity: String
+        if let path = source.filePath {
+            switch RepresentationKey.identity(ofFile: path) {
+            case .success(let found): identity = found
+            case .failure(let error): return .failure(ErrorStatus(error))
+            }
+        } else {
+            identity = source.key
+        }
+        let plan = processing.output
+        let encoding: RenderJob.Encoding
+        let formatName: String
+        if let format = plan.format {
+            encoding = .format(plan.outputFormat(format))
+            formatName = format.rawValue
+        } else {
+            let choice = FormatNegotiation(accept: request.header("Accept"))
+            switch choice {
+            case .avif: encoding = .format(plan.outputFormat(.avif))
+            case .webp: encoding = .format(plan.outputFormat(.webp))
+            case .sourceFamily:
+                encoding = .sourceFamily(jpeg: plan.outputFormat(.jpeg), png: plan.outputFormat(.png))
+            }
+            formatName = "negotiated:" + choice.rawValue
+        }
+        let maxAge =
+            configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)
+        return .success(
+            RenderJob(
+                key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
+                request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
+                background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
+                isRemote: source.filePath == nil))
+    }
+}
+
+/// One request's place among a render's waiters, known once `join` returns:
+/// a cancellation that comes before that is kept, and acted on then.
+private final class WaiterPlace: Sendable {
+    private let state = LockedState<(id: UInt64?, cancelled: Bool)>((nil, false))
+
+    /// Records the waiter's id; true when the request was cancelled already (it must leave now).
+    func settle(_ id: UInt64) -> Bool {
+        state.withLock { state in
+            state.id = id
+            return state.cancelled
+        }
+    }
+
+    /// Marks the request cancelled; the id to leave with, when known already.
+    func cancel() -> UInt64? {
+        state.withLock { state in
+            state.cancelled = true
+            return state.id
+        }
+    }
+}
