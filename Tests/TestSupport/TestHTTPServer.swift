@@ -155,6 +155,7 @@ public final class TestHTTPServer: Sendable {
         var clientCloses: [String: Int] = [:]
         var completedResponses: [String: Int] = [:]
         var openConnections: [Int32: String] = [:]
+        var acceptedConnections = 0
         var bodyBytesSent: [String: Int] = [:]
         var stopped = false
     }
@@ -227,6 +228,9 @@ public final class TestHTTPServer: Sendable {
 
     public func requestCount(_ path: String) -> Int { requests(path).count }
 
+    /// Connections accepted so far (whether or not a request came on them).
+    public var connectionCount: Int { state.withLock { $0.acceptedConnections } }
+
     public var totalRequestCount: Int { state.withLock { $0.requests.values.reduce(0) { $0 + $1.count } } }
 
     /// Body bytes written to the sockets of requests for `path` so far (every response, every range).
@@ -278,6 +282,7 @@ public final class TestHTTPServer: Sendable {
             let admitted = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.openConnections[client] = ""
+                state.acceptedConnections += 1
                 return true
             }
             guard admitted else { close(client); return }

@@ -94,7 +94,7 @@ extension PipelineEngine {
                 result = .success(
                     try await httpLoader.download(
                         source, key: policy.key, headers: policy.headers,
-                        modifier: requestModifier,
+                        modifier: requestModifier, allowsRedirect: policy.allowsRedirect,
                         progress: { [weak self] completed, total, file in
                             self?.lock.perform { effects in
                                 unit.reportProgress(completed: completed, total: total, file: file, &effects)

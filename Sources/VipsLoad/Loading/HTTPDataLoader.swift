@@ -11,7 +11,8 @@ import Foundation
 /// - One `HTTPTransport` (libcurl's multi interface on a thread of its own,
 ///   each body written to its file as it arrives), at most
 ///   `maxConcurrentDownloads` at once, an idle and a whole-transfer timeout,
-///   bounded redirects.
+///   bounded redirects, each target vetted by `Configuration.allowsRedirect`
+///   when set.
 /// - Concurrent loads of one URL share one download and one `ImageData`;
 ///   cancelling the last caller cancels the network task.
 /// - Only a complete, non-empty 2xx body whose first bytes are an image format
@@ -88,17 +89,18 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// revalidating `stale` when given, streaming the body into `cache` under
     /// `key`. `headers` are merged over the configuration's; `modifier`, when
     /// given, is called once for the download (every retry sends what it
-    /// returned); `progress` hears of the body's bytes as they arrive.
+    /// returned); `allowsRedirect` is asked about every redirect after the
+    /// configuration's own check; `progress` hears of the body's bytes as they arrive.
     func download(
         _ source: ImageSource, key: String, headers: [String: String] = [:],
-        modifier: RequestModification.Modifier? = nil, progress: HTTPTransfer.Progress? = nil,
-        cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
+        modifier: RequestModification.Modifier? = nil, allowsRedirect: (@Sendable (URL) -> Bool)? = nil,
+        progress: HTTPTransfer.Progress? = nil, cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
     ) async throws(VipsError) -> ImageData {
         let url = try Self.httpURL(of: source)
         do {
             return try await fetch(
-                url, key: key, headers: headers, modifier: modifier, progress: progress, cache: cache,
-                revalidating: stale)
+                url, key: key, headers: headers, modifier: modifier, progress: progress,
+                allowsRedirect: allowsRedirect, cache: cache, revalidating: stale)
         } catch {
             throw VipsError.from(error, source: source)
         }
@@ -128,7 +130,8 @@ public final class HTTPDataLoader: ImageDataLoading {
     /// The network, with retries; failures are counted once per load.
     private func fetch(
         _ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
-        progress: HTTPTransfer.Progress? = nil, cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
+        progress: HTTPTransfer.Progress? = nil, allowsRedirect: (@Sendable (URL) -> Bool)? = nil,
+        cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
     ) async throws -> ImageData {
         var request = URLRequest(
             url: url, cachePolicy: .reloadIgnoringLocalCacheData,
@@ -148,7 +151,9 @@ public final class HTTPDataLoader: ImageDataLoading {
         var retries = 0
         while true {
             do {
-                return try await attempt(request, key: key, progress: progress, cache: cache, revalidating: stale)
+                return try await attempt(
+                    request, key: key, progress: progress, allowsRedirect: allowsRedirect, cache: cache,
+                    revalidating: stale)
             } catch let failure as HTTPTransfer.Failure where failure.startsOver {
                 // A 416 to a resumed request: the kept partial is gone; the body is asked for whole.
                 continue
@@ -178,8 +183,8 @@ public final class HTTPDataLoader: ImageDataLoading {
 
     /// One request: a conditional one when `stale` is given.
     private func attempt(
-        _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, cache: (any ImageDataCaching)?,
-        revalidating stale: CachedImageData?
+        _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, allowsRedirect: (@Sendable (URL) -> Bool)?,
+        cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
     ) async throws -> ImageData {
         try await limiter?.acquire()
         defer { limiter?.release() }
@@ -194,7 +199,8 @@ public final class HTTPDataLoader: ImageDataLoading {
         let limits = HTTPTransfer.Limits(
             maxBodyBytes: configuration.maxBodyBytes, maxRedirects: configuration.maxRedirects,
             requestTimeout: configuration.requestTimeout,
-            resourceTimeout: configuration.resourceTimeout, addressPolicy: configuration.addressPolicy)
+            resourceTimeout: configuration.resourceTimeout, addressPolicy: configuration.addressPolicy,
+            redirectChecks: [configuration.allowsRedirect, allowsRedirect].compactMap { $0 })
         let directory = configuration.temporaryDirectory.path
         // A body cut short is kept where the next attempt finds it: a disk
         // cache's temporary area (for later processes too), else this process's download folder.

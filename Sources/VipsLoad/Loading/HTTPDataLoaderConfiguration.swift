@@ -36,6 +36,31 @@ extension HTTPDataLoader {
         /// Default `.unrestricted`; a server fetching URLs its clients name
         /// sets `.publicOnly`.
         public var addressPolicy: SourceAddressPolicy = .unrestricted
+        /// Asked about every redirect's target before it is requested: the
+        /// URL the `Location` names, resolved against the URL that redirected
+        /// (always absolute and http(s); a redirect to another scheme, or one
+        /// past `maxRedirects`, is refused before this is asked). `false`
+        /// refuses the redirect: the load fails with
+        /// `VipsError.Kind.sourceNotAllowed` (its `underlying` error names the
+        /// target) and nothing is sent to the target, not even a connection.
+        /// Default nil: every http(s) redirect within `maxRedirects` is followed.
+        ///
+        /// For rules about URLs (hosts, ports, paths) that the first request
+        /// had to pass too, such as a server's allow-list of sources: a
+        /// redirect must not reach what a direct request could not. Which
+        /// addresses a host may resolve to is `addressPolicy`'s, checked for
+        /// the target as well. An `ImageRequest` may add a check of its own
+        /// (`ImageRequest.allowsRedirect`); a redirect must pass both.
+        ///
+        /// Called on the loader's transport thread, while the redirecting
+        /// response is read, so it must be quick and must not wait for the
+        /// loader. For example, following redirects within one host only:
+        ///
+        /// ```swift
+        /// var configuration = HTTPDataLoader.Configuration()
+        /// configuration.allowsRedirect = { $0.host == "images.example.com" }
+        /// ```
+        public var allowsRedirect: (@Sendable (URL) -> Bool)? = nil
 
         /// A configuration; each parameter defaults as its property documents.
         public init(

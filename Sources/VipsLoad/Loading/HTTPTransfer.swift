@@ -79,6 +79,9 @@ final class HTTPTransfer: Sendable {
         let resourceTimeout: TimeInterval
         /// Judges every address the transport connects to, for every hop.
         var addressPolicy: SourceAddressPolicy = .unrestricted
+        /// Asked about each redirect's resolved target before it is followed
+        /// (the configuration's and the request's); every one must allow it.
+        var redirectChecks: [@Sendable (URL) -> Bool] = []
     }
 
     /// One request as the transport sends it: the URL and the header lines.
@@ -467,14 +470,16 @@ final class HTTPTransfer: Sendable {
     // MARK: - Deciding
 
     /// A redirect to `location` (the raw field): followed when its scheme is
-    /// http(s) and the redirect count allows it. Returns whether the hop goes on.
+    /// http(s), the redirect count allows it and every redirect check
+    /// (`Limits.redirectChecks`) allows its target. Returns whether the hop
+    /// goes on.
     ///
     /// The scheme is read from the raw `Location`, before the reference is
     /// resolved: `file:///etc/passwd` must be refused as a file URL, never
     /// turned into a path on the current host.
     private func redirect(to location: String) -> Bool {
         let target = URLRedaction.redacted(location)
-        let decision = state.withLock { state -> Result<Void, VipsError>? in
+        let decision = state.withLock { state -> Result<URLRequest, VipsError>? in
             guard !state.finished else { return nil }
             state.redirects += 1
             let scheme = Self.scheme(ofReference: location) ?? state.request.url?.scheme?.lowercased()
@@ -506,15 +511,33 @@ final class HTTPTransfer: Sendable {
                 next.setValue(nil, forHTTPHeaderField: "Authorization")
                 next.setValue(nil, forHTTPHeaderField: "Cookie")
             }
-            state.redirect = next
-            return .success(())
+            return .success(next)
         }
+        let next: URLRequest
         switch decision {
         case nil: return false
-        case .success: return true
         case .failure(let error)?:
             finish(.failure(Failure(error: error, isTransient: false)))
             return false
+        case .success(let request)?: next = request
+        }
+        // The owner's checks run outside the lock, before anything is sent to the target.
+        if let url = next.url, !limits.redirectChecks.allSatisfy({ $0(url) }) {
+            let shown = URLRedaction.redacted(url)
+            let refusal = VipsError(.sourceNotAllowed, "the redirect check does not allow it", source: shown)
+            finish(
+                .failure(
+                    Failure(
+                        error: VipsError(
+                            .sourceNotAllowed, "redirect to \(shown) refused: the redirect check does not allow it",
+                            source: label, underlying: refusal),
+                        isTransient: false)))
+            return false
+        }
+        return state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.redirect = next
+            return true
         }
     }
 

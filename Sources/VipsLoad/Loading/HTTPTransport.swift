@@ -33,6 +33,10 @@ final class HTTPTransport: Sendable {
     /// default, and URLSession's fixed size, is 16 KiB).
     static let defaultReceiveBufferSize = 512 * 1024
 
+    /// Easy handles kept for later transfers at most: enough for the
+    /// loader's usual concurrency (more are freed as their transfers end).
+    static let spareHandleLimit = 16
+
     /// How a hop ended, as libcurl reported it (nil: completely).
     struct Fault: Sendable {
         enum Kind: Sendable {
@@ -103,8 +107,8 @@ extension HTTPTransport {
     /// buffers is not allocated and faulted in again each time. The
     /// transport thread's only; it frees what it keeps when the thread ends.
     private final class Spares {
-        /// Kept at most: enough for the loader's usual concurrency.
-        static let limit = 16
+        /// Kept at most, of handles and of buffers.
+        static let limit = HTTPTransport.spareHandleLimit
         let bufferSize: Int
         private var handles: [UnsafeMutableRawPointer] = []
         private var buffers: [UnsafeMutableRawBufferPointer] = []
@@ -113,15 +117,24 @@ extension HTTPTransport {
             self.bufferSize = bufferSize
         }
 
-        /// A reset easy handle, or a new one (nil when libcurl cannot make one).
-        func handle() -> UnsafeMutableRawPointer? {
-            if let easy = handles.popLast() { return easy }
-            return curl_easy_init()
+        /// A reset easy handle kept from an earlier transfer (`recycled`), or
+        /// a new one (nil when libcurl cannot make one).
+        func handle() -> (easy: UnsafeMutableRawPointer, recycled: Bool)? {
+            if let easy = handles.popLast() { return (easy, true) }
+            return curl_easy_init().map { ($0, false) }
         }
 
-        /// Takes back a handle no longer in a multi handle.
-        func recycle(_ easy: UnsafeMutableRawPointer) {
-            if handles.count < Spares.limit {
+        /// Takes back a handle no longer in a multi handle: kept for a later
+        /// transfer only when its hop `completed` normally (libcurl said
+        /// `CURLE_OK` and every callback went on), freed otherwise.
+        ///
+        /// A handle whose hop failed in any way (an error of libcurl's, a
+        /// timeout, a cancel, a callback that stopped it, an option refused)
+        /// never serves another transfer: after a failed DNS lookup, for one,
+        /// libcurl 7.88 refuses `CURLOPT_BUFFERSIZE` on that handle even after
+        /// `curl_easy_reset`, and every later transfer on it would fail.
+        func recycle(_ easy: UnsafeMutableRawPointer, completed: Bool) {
+            if completed, handles.count < Spares.limit {
                 // Back to libcurl's defaults, keeping the handle's buffers.
                 curl_easy_reset(easy)
                 handles.append(easy)
@@ -368,7 +381,7 @@ extension HTTPTransport {
             for case .start(let transfer) in left { transfer.abandon() }
             for exchange in exchanges.values {
                 exchange.transfer.abandon()
-                detach(exchange)
+                detach(exchange, completed: false)
             }
             exchanges = [:]
             spares.freeAll()
@@ -386,17 +399,59 @@ extension HTTPTransport {
             case .cancel(let transfer):
                 guard let exchange = exchanges.removeValue(forKey: ObjectIdentifier(transfer)) else { return }
                 exchange.transfer.abandon()
-                detach(exchange)
+                detach(exchange, completed: false)
             }
         }
 
-        /// Starts `hop` of `exchange`'s transfer on a new easy handle.
+        /// Starts `hop` of `exchange`'s transfer on an easy handle: a spare
+        /// one, or a new one. A handle that refuses an option is freed; when
+        /// it was a new handle, the transfer fails with the refusal (a spare
+        /// that refuses is replaced by a new handle, though spares come only
+        /// from hops that completed, so it should not happen).
         private func begin(_ exchange: Exchange, _ hop: HTTPTransfer.Hop) {
-            guard let multi, let easy = spares.handle() else {
-                exchanges[ObjectIdentifier(exchange.transfer)] = nil
-                exchange.transfer.fail(VipsError(.internal, "libcurl could not make a transfer handle"))
+            var candidate = spares.handle()
+            while let multi, let handle = candidate {
+                candidate = nil
+                guard let refused = configure(exchange, hop, handle.easy) else {
+                    let added = curl_multi_add_handle(multi, handle.easy)
+                    guard added == CURLM_OK else {
+                        detach(exchange, completed: false)
+                        let reason = String(cString: curl_multi_strerror(added))
+                        end(exchange, VipsError(.internal, "libcurl refused the transfer: \(reason)"))
+                        return
+                    }
+                    exchange.idleDeadline = Loop.now() &+ exchange.idleTimeout
+                    return
+                }
+                detach(exchange, completed: false)
+                if handle.recycled {
+                    candidate = curl_easy_init().map { ($0, false) }
+                    continue
+                }
+                let reason = String(cString: curl_easy_strerror(refused.code))
+                // The URL is the one option whose value comes from outside (libcurl refuses one
+                // over 8 MB); any other refusal is libcurl's own trouble.
+                end(
+                    exchange,
+                    refused.option == "CURLOPT_URL"
+                        ? VipsError(.invalidArgument, "libcurl refused the URL: \(reason)")
+                        : VipsError(.internal, "libcurl refused the option \(refused.option): \(reason)"))
                 return
             }
+            end(exchange, VipsError(.internal, "libcurl could not make a transfer handle"))
+        }
+
+        /// Ends `exchange`'s transfer with `error`, before its hop started.
+        private func end(_ exchange: Exchange, _ error: VipsError) {
+            exchanges[ObjectIdentifier(exchange.transfer)] = nil
+            exchange.transfer.fail(error)
+        }
+
+        /// Sets up `easy` for `hop` of `exchange`'s transfer; returns the first
+        /// option libcurl refused, or nil when it took them all.
+        private func configure(
+            _ exchange: Exchange, _ hop: HTTPTransfer.Hop, _ easy: UnsafeMutableRawPointer
+        ) -> (option: String, code: CURLcode)? {
             exchange.easy = easy
             exchange.headSeen = false
             exchange.refusedAddress = nil
@@ -408,52 +463,47 @@ extension HTTPTransport {
             }
             exchange.headerList = list
             let context = Unmanaged.passUnretained(exchange).toOpaque()
-            var status = CURLE_OK
-            func set(_ result: CURLcode) { if status == CURLE_OK { status = result } }
-            set(vl_curl_easy_setopt_string(easy, CURLOPT_URL, hop.url))
-            set(vl_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
+            var refused: (option: String, code: CURLcode)?
+            func set(_ option: String, _ result: CURLcode) {
+                if refused == nil, result != CURLE_OK { refused = (option, result) }
+            }
+            set("CURLOPT_URL", vl_curl_easy_setopt_string(easy, CURLOPT_URL, hop.url))
+            set("CURLOPT_PROTOCOLS_STR", vl_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
             // Never a signal from libcurl: the process has many threads.
-            set(vl_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
-            set(vl_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
-            set(vl_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferSize))
-            set(vl_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+            set("CURLOPT_NOSIGNAL", vl_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+            set("CURLOPT_FOLLOWLOCATION", vl_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+            set("CURLOPT_BUFFERSIZE", vl_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferSize))
+            set("CURLOPT_TCP_KEEPALIVE", vl_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
             // Every content coding libcurl decodes, as URLSession asked for.
-            set(vl_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
-            set(vl_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list))
-            set(vl_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, exchange.errorBuffer))
-            set(vl_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
-            set(vl_curl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION, Loop.receiveBody))
-            set(vl_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
-            set(vl_curl_easy_setopt_write_function(easy, CURLOPT_HEADERFUNCTION, Loop.receiveHeaderLine))
-            set(vl_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+            set("CURLOPT_ACCEPT_ENCODING", vl_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+            set("CURLOPT_HTTPHEADER", vl_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list))
+            set("CURLOPT_ERRORBUFFER", vl_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, exchange.errorBuffer))
+            set("CURLOPT_PRIVATE", vl_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
+            set(
+                "CURLOPT_WRITEFUNCTION",
+                vl_curl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION, Loop.receiveBody))
+            set("CURLOPT_WRITEDATA", vl_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+            set(
+                "CURLOPT_HEADERFUNCTION",
+                vl_curl_easy_setopt_write_function(easy, CURLOPT_HEADERFUNCTION, Loop.receiveHeaderLine))
+            set("CURLOPT_HEADERDATA", vl_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
             if exchange.addressPolicy != nil {
-                set(vl_curl_easy_setopt_opensocket_function(easy, Loop.openSocket))
-                set(vl_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context))
+                set("CURLOPT_OPENSOCKETFUNCTION", vl_curl_easy_setopt_opensocket_function(easy, Loop.openSocket))
+                set("CURLOPT_OPENSOCKETDATA", vl_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context))
                 // A proxy would resolve and connect to the origin itself, where the policy cannot see.
-                set(vl_curl_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+                set("CURLOPT_PROXY", vl_curl_easy_setopt_string(easy, CURLOPT_PROXY, ""))
             }
-            var reason: String?
-            if status != CURLE_OK {
-                reason = String(cString: curl_easy_strerror(status))
-            } else {
-                let added = curl_multi_add_handle(multi, easy)
-                if added != CURLM_OK { reason = String(cString: curl_multi_strerror(added)) }
-            }
-            if let reason {
-                exchanges[ObjectIdentifier(exchange.transfer)] = nil
-                detach(exchange)
-                exchange.transfer.fail(VipsError(.invalidArgument, "libcurl refused the request: \(reason)"))
-                return
-            }
-            exchange.idleDeadline = Loop.now() &+ exchange.idleTimeout
+            return refused
         }
 
         /// Removes the exchange's easy handle from the multi handle (closing
-        /// its connection when the hop had not ended) and frees it.
-        private func detach(_ exchange: Exchange) {
+        /// its connection when the hop had not ended) and gives it back: kept
+        /// for a later transfer when its hop `completed` normally, freed
+        /// otherwise (`Spares.recycle`).
+        private func detach(_ exchange: Exchange, completed: Bool) {
             if let easy = exchange.easy {
                 if let multi { curl_multi_remove_handle(multi, easy) }
-                spares.recycle(easy)
+                spares.recycle(easy, completed: completed)
                 exchange.easy = nil
             }
             if let list = exchange.headerList {
@@ -484,7 +534,7 @@ extension HTTPTransport {
             let flushed = exchange.flush()
             let next = exchange.transfer.complete(
                 flushed ? fault : Fault(kind: .stoppedByCallback, message: "stopped by the transfer"))
-            detach(exchange)
+            detach(exchange, completed: flushed && fault == nil)
             if let next {
                 begin(exchange, next)
             } else {
@@ -497,7 +547,7 @@ extension HTTPTransport {
             let now = Loop.now()
             for (key, exchange) in exchanges where now >= min(exchange.idleDeadline, exchange.totalDeadline) {
                 exchange.transfer.timeOut(whole: now >= exchange.totalDeadline)
-                detach(exchange)
+                detach(exchange, completed: false)
                 exchanges[key] = nil
             }
         }

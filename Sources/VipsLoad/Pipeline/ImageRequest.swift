@@ -33,6 +33,18 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// wins). Not part of the cache key: identical requests in flight share
     /// one download, sent with the first one's fields. Default none.
     public var httpHeaders: [String: String] = [:]
+    /// Asked about every redirect of this request's download before it is
+    /// followed, after the pipeline's own check
+    /// (`HTTPDataLoader.Configuration.allowsRedirect`, whose documentation
+    /// says when and how it is called): a redirect must pass both, else the
+    /// load fails with `.sourceNotAllowed` and nothing is sent to the target.
+    /// For an owner that vets each request's source itself (a server's
+    /// allow-list), so that a redirect cannot reach a source it would have
+    /// refused. Applies to the pipeline's own HTTP loader, not to a custom
+    /// `dataLoader`. Not part of the cache key or of equality: identical
+    /// requests in flight share one download, checked with the first one's
+    /// check (give every request of a pipeline the same one). Default nil.
+    public var allowsRedirect: (@Sendable (URL) -> Bool)?
     /// The identity of the image in every cache, in place of the source's:
     /// requests with one `imageID` share memory and data-cache entries and
     /// one download, whatever their URLs (for example a signed URL whose

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A request checked once, carrying what every stage needs of it: its cache
 /// key (with the file's version) and the cache switches.
 struct ValidatedRequest: Sendable {
@@ -19,7 +21,8 @@ struct ValidatedRequest: Sendable {
             reads: options.isDisjoint(with: [.disableDataCacheReads, .reloadIgnoringCachedData]),
             writes: !options.contains(.disableDataCacheWrites),
             cacheOnly: options.contains(.returnCacheDataDontLoad),
-            key: URLRedaction.storageKey(key.sourceKey), headers: request.httpHeaders)
+            key: URLRedaction.storageKey(key.sourceKey), headers: request.httpHeaders,
+            allowsRedirect: request.allowsRedirect)
     }
     /// The loading switches that keep this request's work apart (0 for none).
     var variant: Int { request.options.intersection(.loadingVariant).rawValue }
@@ -71,4 +74,6 @@ struct DataPolicy: Sendable {
     let key: String
     /// The request's own header fields, merged over the pipeline's.
     var headers: [String: String] = [:]
+    /// The request's own redirect check, asked after the loader's.
+    var allowsRedirect: (@Sendable (URL) -> Bool)? = nil
 }

@@ -1,3 +1,4 @@
+import Foundation
 import VipsLoad
 
 /// A processing URL turned into work: the `ImageRequest` the pipeline serves,
@@ -29,11 +30,15 @@ public struct ProcessingRequest: Sendable {
     /// the canonical options (format included), the same for every spelling of them.
     public var variantKey: String { url.options.canonicalSegments.joined(separator: "/") }
 
-    /// The request for `url` reading `source`.
+    /// The request for `url` reading `source`, whose download follows only
+    /// the redirects `allowsRedirect` allows (`ImageRequest.allowsRedirect`).
     ///
     /// - Throws: `.invalidOption` (400) for sizes over `limits`,
     ///   `.unsupportedOption` (400) for combinations the pipeline cannot do.
-    init(url: ProcessingURL, source: ImageSource, limits: ProcessingURLParser.Limits) throws(ProcessingURLError) {
+    init(
+        url: ProcessingURL, source: ImageSource, limits: ProcessingURLParser.Limits,
+        allowsRedirect: (@Sendable (URL) -> Bool)? = nil
+    ) throws(ProcessingURLError) {
         let options = url.options
         try Self.check(options, limits: limits)
         self.url = url
@@ -55,6 +60,7 @@ public struct ProcessingRequest: Sendable {
             }
         }
         var request = ImageRequest(source: source, scale: options.dpr)
+        request.allowsRedirect = allowsRedirect
         var processors: [any ImageProcessing] = []
         if options.rotate != 0, let angle = ImageProcessors.Rotate.Angle(rawValue: options.rotate) {
             processors.append(ImageProcessors.Rotate(angle))

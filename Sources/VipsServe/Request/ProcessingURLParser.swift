@@ -61,7 +61,11 @@ public struct ProcessingURLParser: Sendable {
     public func parse(_ target: String) throws(ProcessingURLError) -> ProcessingRequest {
         let url = try parseURL(target)
         let source = try sources.resolve(url.source, encoding: url.encoding)
-        return try ProcessingRequest(url: url, source: source, limits: limits)
+        // Every redirect of the source's download must pass the policy the source passed.
+        let policy = sources
+        return try ProcessingRequest(
+            url: url, source: source, limits: limits,
+            allowsRedirect: { policy.allowsRedirect(to: $0) })
     }
 
     /// The grammar alone: the signature checked and the options and source

@@ -132,6 +132,23 @@ public struct SourcePolicy: Sendable {
 
     // MARK: - HTTP
 
+    /// Whether a redirect to `url` may be followed: the target passes the
+    /// same check as an `http(s)` source a client names (a host, scheme and
+    /// port an `allowedSources` pattern admits, no credentials), so a
+    /// redirect never reaches a source a direct request could not. An
+    /// `ImageServer` asks it about every redirect of every download its
+    /// requests make (`ImageRequest.allowsRedirect`); a refused redirect is
+    /// answered 403, as a direct request for that source is.
+    public func allowsRedirect(to url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        do {
+            _ = try httpSource(url.absoluteString)
+            return true
+        } catch {
+            return false
+        }
+    }
+
     private func httpSource(_ text: String) throws(ProcessingURLError) -> ImageSource {
         func refuse(_ why: String) -> ProcessingURLError { ProcessingURLError(.sourceNotAllowed, why) }
         guard !allowedSources.isEmpty else { throw refuse("http(s) sources are not enabled") }

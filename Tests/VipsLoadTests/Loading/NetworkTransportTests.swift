@@ -201,6 +201,29 @@ final class NetworkTransportTests: NetworkTestCase {
         XCTAssertFalse(Self.transportThreads().isSubset(of: before), "the first download started one")
     }
 
+    /// An option libcurl refuses (a URL over its 8 MB input limit) fails
+    /// that transfer with a typed error, before anything is sent, and only
+    /// that one: its handle is freed, and the loads after it succeed.
+    func testAnOptionLibcurlRefusesFailsThatTransferOnly() async throws {
+        let jpeg = try NetworkFixtures.jpeg()
+        server.route("/photo.jpg", .ok(jpeg))
+        let loader = makeLoader()
+        let long = try XCTUnwrap(
+            URL(string: server.url("/photo.jpg").absoluteString + "?" + String(repeating: "a", count: 8_000_001)))
+        for round in 0..<3 {
+            do throws(VipsError) {
+                let data = try await loader.loadData(for: .url(long))
+                XCTFail("round \(round): loaded \(data.byteCount) bytes")
+            } catch {
+                XCTAssertEqual(error.kind, .invalidArgument, "round \(round): \(error.message.prefix(200))")
+                XCTAssertTrue(error.message.contains("libcurl refused the URL"), "\(error.message.prefix(200))")
+            }
+            let data = try await load(loader, "/photo.jpg")
+            XCTAssertEqual(NetworkFixtures.contents(of: data), jpeg, "round \(round)")
+        }
+        XCTAssertEqual(server.requestCount("/photo.jpg"), 3, "the long URL was never sent")
+    }
+
     /// The task IDs of this process's threads named `vipsload-http`.
     private static func transportThreads() -> Set<String> {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

@@ -23,6 +23,7 @@ final class ChildProcessRoleTests: XCTestCase {
         case "rss-in-memory": try await Self.thumbnailFromMemory(environment)
         case "usable-cpu-decodes": try await Self.decodesOnUsableCPUs(environment) // UsableCPUTests.swift
         case "policy-load": try await Self.loadUnderAddressPolicy(environment)
+        case NetworkFailedLookupTests.role: try await NetworkFailedLookupTests.playRole(environment)
         default: XCTFail("unknown child role \(role)")
         }
     }

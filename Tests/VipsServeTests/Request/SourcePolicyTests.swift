@@ -169,6 +169,32 @@ final class SourcePolicyTests: XCTestCase {
         }
     }
 
+    /// A redirect's target passes exactly what a source a client names
+    /// passes: the allowed scheme, host and port, no credentials, http(s) only.
+    func testARedirectTargetPassesTheSameCheckAsASource() throws {
+        let policy = try SourcePolicy(
+            allowedSources: [try SourcePattern("https://images.example.com"), try SourcePattern("*.cdn.example:8080")])
+        let cases: [(String, Bool)] = [
+            ("https://images.example.com/a.jpg", true),
+            ("https://IMAGES.example.com./a.jpg", true),
+            ("http://images.example.com/a.jpg", false),
+            ("https://images.example.com:8443/a.jpg", false),
+            ("https://other.example.com/a.jpg", false),
+            ("https://user:pass@images.example.com/a.jpg", false),
+            ("http://a.cdn.example:8080/b.jpg", true),
+            ("http://a.cdn.example/b.jpg", false),
+            ("http://cdn.example:8080/b.jpg", false),
+            ("file:///etc/passwd", false),
+            ("ftp://images.example.com/a.jpg", false)
+        ]
+        for (text, allowed) in cases {
+            let url = try XCTUnwrap(URL(string: text), text)
+            XCTAssertEqual(policy.allowsRedirect(to: url), allowed, text)
+            XCTAssertEqual((try? policy.source(for: text)) != nil, allowed, "a direct request agrees: \(text)")
+        }
+        XCTAssertFalse(SourcePolicy.none.allowsRedirect(to: try XCTUnwrap(URL(string: "https://images.example.com/"))))
+    }
+
     func testPatternSyntax() throws {
         XCTAssertEqual(try SourcePattern("Example.COM").description, "example.com")
         XCTAssertEqual(try SourcePattern("HTTPS://*.Example.com:*/").description, "https://*.example.com:*")

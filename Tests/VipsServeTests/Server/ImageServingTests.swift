@@ -258,6 +258,44 @@ final class ImageServingTests: XCTestCase {
         XCTAssertEqual(served.header("Cache-Control"), "public, max-age=3600")
     }
 
+    /// A redirect must pass the source policy as a direct request does: with
+    /// only origin A's port allowed, A's redirects (301, 302, 307, 308,
+    /// absolute and network-path `Location`s) to origin B on another port of
+    /// the same address are 403, as a direct request for B is, with no URL in
+    /// the body, and B is never connected to; with both allowed they are
+    /// followed. The server is made here from a pipeline whose HTTP
+    /// configuration has no redirect check of its own: the policy applies
+    /// however an `ImageServer` is built.
+    func testRedirectsMustPassTheSourcePolicy() throws {
+        let first = try makeOrigin()
+        let second = try makeOrigin()
+        var targets: [String] = []
+        for (index, status) in [301, 302, 307, 308].enumerated() {
+            first.route("/abs\(index).jpg", .redirect(to: second.url("/photo.jpg").absoluteString, status: status))
+            first.route("/net\(index).jpg", .redirect(to: "//127.0.0.1:\(second.port)/photo.jpg", status: status))
+            targets += ["/abs\(index).jpg", "/net\(index).jpg"]
+        }
+        let guarded = try makeServer(allowing: ["127.0.0.1:\(first.port)"])
+        XCTAssertNil(guarded.pipeline.configuration.http.allowsRedirect)
+        let direct = try get(guarded, "/insecure/w:100/plain/\(second.url("/photo.jpg").absoluteString)")
+        XCTAssertEqual(direct.status, 403, direct.text)
+        for path in targets {
+            let refused = try get(guarded, "/insecure/w:100/plain/\(first.url(path).absoluteString)")
+            XCTAssertEqual(refused.status, direct.status, "\(path): \(refused.text)")
+            XCTAssertFalse(refused.text.contains("127.0.0.1"), "no URL in the body: \(refused.text)")
+            assertNoMachinePath(refused)
+            XCTAssertEqual(first.requestCount(path), 1, path)
+        }
+        XCTAssertEqual(second.connectionCount, 0, "origin B was never connected to")
+
+        let open = try makeServer(allowing: ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)"])
+        for path in targets {
+            let served = try get(open, "/insecure/w:100/plain/\(first.url(path).absoluteString)")
+            XCTAssertEqual(served.status, 200, "\(path): \(served.text)")
+        }
+        XCTAssertEqual(second.requestCount("/photo.jpg"), targets.count)
+    }
+
     // MARK: - Responses
 
     func testEntityTagsGive304WithoutProcessingAndHEADHasNoBody() throws {
