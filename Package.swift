@@ -96,11 +96,15 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // Linux calls Swift cannot make directly (gettid, sched_getaffinity, eventfd), for the decode
+        // core and the server's HTTP layer alike; at SwiftPM's default place, Sources/CSystem.
+        .systemLibrary(name: "CSystem"),
         // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore",
             dependencies: [
-                "CVipsShim", "CTurboJPEG", "CWebP", "CSPNG", "CDeflate", "CTIFF", "CEXIF", "CLittleCMS", "CXXHash"
+                "CVipsShim", "CSystem", "CTurboJPEG", "CWebP", "CSPNG", "CDeflate", "CTIFF", "CEXIF", "CLittleCMS",
+                "CXXHash"
             ],
             path: "Sources/VipsCore"),
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
@@ -111,7 +115,7 @@ let package = Package(
         // The image server: libmicrohttpd's daemon, imgproxy's URLs and signatures (GLib's GHmac, through
         // CVipsShim), the source policy, response caches, metrics.
         .target(
-            name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CVipsShim"],
+            name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CSystem", "CVipsShim"],
             path: "Sources/VipsServe"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(

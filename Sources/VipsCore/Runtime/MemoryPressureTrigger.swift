@@ -1,4 +1,4 @@
-import CVipsShim
+import CSystem
 import Foundation
 
 /// Kernel pressure-stall (PSI) triggers on a memory pressure file, and a

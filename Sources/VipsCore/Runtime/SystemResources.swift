@@ -1,4 +1,4 @@
-import CVipsShim
+import CSystem
 import Foundation
 
 /// What this process may use of the machine, as the kernel limits it: CPUs

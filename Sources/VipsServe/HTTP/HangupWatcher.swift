@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import CVipsShim
+import CSystem
 import Dispatch
 import Foundation
 import VipsCore

@@ -1,14 +1,15 @@
 /*
- * CVipsShim/system.h: the few Linux calls Swift's Glibc module does not
- * expose, for VipsCore's SystemResources and MemoryPressureTrigger.
+ * CSystem/system.h: the few Linux calls Swift's Glibc module does not
+ * expose, for VipsCore's SystemResources and MemoryPressureTrigger and the
+ * server's HangupWatcher (its eventfd).
  *
  * sched_getaffinity and gettid are declared by glibc only under _GNU_SOURCE,
  * which Swift's Glibc module is not built with, so they are reached through
  * syscall(2) here; <sys/eventfd.h> is not part of that module at all. Each
  * wrapper makes one call and decides nothing.
  */
-#ifndef CVIPS_SHIM_SYSTEM_H
-#define CVIPS_SHIM_SYSTEM_H
+#ifndef CSYSTEM_SYSTEM_H
+#define CSYSTEM_SYSTEM_H
 
 #include <stddef.h>
 #include <sys/eventfd.h>
