@@ -99,11 +99,15 @@ let package = Package(
         // Linux calls Swift cannot make directly (gettid, sched_getaffinity, eventfd), for the decode
         // core and the server's HTTP layer alike; at SwiftPM's default place, Sources/CSystem.
         .systemLibrary(name: "CSystem"),
+        // The one lock type (TSan-visible, rank-checked in debug builds) and Dispatch helpers, below
+        // every other Swift target: the decode core and the HTTP layer alike.
+        .target(name: "VipsSync"),
         // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore",
             dependencies: [
-                "CVipsShim", "CSystem", "CTurboJPEG", "CWebP", "CSPNG", "CDeflate", "CTIFF", "CEXIF", "CLittleCMS",
+                "VipsSync", "CVipsShim", "CSystem", "CTurboJPEG", "CWebP", "CSPNG", "CDeflate", "CTIFF", "CEXIF",
+                "CLittleCMS",
                 "CXXHash"
             ],
             path: "Sources/VipsCore"),

@@ -58,9 +58,14 @@ final class DocCoverageTests: XCTestCase {
         return nil
     }
 
-    /// The folders at the package's root that hold a module map: the system-library targets.
+    /// The folders at the package's root or in `Sources` that hold a module map: the system-library targets.
     private static func systemLibraryFolders() throws -> [URL] {
-        try FileManager.default.contentsOfDirectory(at: packageRoot, includingPropertiesForKeys: nil)
+        let sources = packageRoot.appendingPathComponent("Sources")
+        let candidates =
+            try FileManager.default.contentsOfDirectory(at: packageRoot, includingPropertiesForKeys: nil)
+            + FileManager.default.contentsOfDirectory(at: sources, includingPropertiesForKeys: nil)
+        return
+            candidates
             .filter { FileManager.default.fileExists(atPath: $0.appendingPathComponent("module.modulemap").path) }
             .sorted { $0.path < $1.path }
     }
