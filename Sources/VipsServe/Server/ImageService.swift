@@ -20,7 +20,7 @@ final class ImageService: HTTPHandler {
     let renders: RenderTable
     private let draining = Atomic<Bool>(false)
     /// The HTTP layer's request and connection counts, for `/metrics` (set once it runs).
-    private let httpGauges = LockedState<(@Sendable () -> (requests: Int, connections: Int))?>(nil)
+    private let httpGauges = LockedState<(@Sendable () -> HTTPGauges)?>(nil)
     /// Blocking work the image path needs off the cooperative pool: sniffing
     /// a source for isolation, processors after an isolated decode.
     let files = DispatchQueue(label: "vipsload-serve-files", qos: .userInitiated, attributes: .concurrent)
@@ -36,6 +36,9 @@ final class ImageService: HTTPHandler {
 
     private let fixed = Fixed()
 
+    /// What the HTTP layer reports for `/metrics`.
+    private typealias HTTPGauges = (requests: Int, connections: Int, closed: ConnectionDeadlines.Counts)
+
     init(pipeline: ImagePipeline, configuration: ImageServer.Configuration) {
         self.pipeline = pipeline
         self.configuration = configuration
@@ -46,7 +49,11 @@ final class ImageService: HTTPHandler {
 
     /// Connects the HTTP layer's counts to `/metrics`.
     func attach(_ http: HTTPServer) {
-        httpGauges.withLock { $0 = { [weak http] in (http?.activeRequests ?? 0, http?.openConnections ?? 0) } }
+        httpGauges.withLock {
+            $0 = { [weak http] in
+                (http?.activeRequests ?? 0, http?.openConnections ?? 0, http?.deadlines.counts ?? .init())
+            }
+        }
     }
 
     /// Whether new requests get 503 (the server is draining).
@@ -106,13 +113,13 @@ final class ImageService: HTTPHandler {
 
     /// `/metrics`' text.
     var metricsText: String {
-        let http = httpGauges.withLock { $0 }?() ?? (requests: 0, connections: 0)
+        let http = httpGauges.withLock { $0 }?() ?? (requests: 0, connections: 0, closed: .init())
         return metrics.exposition(
             pipeline: pipeline.metrics, inFlight: pipeline.inFlight,
             gauges: ServerMetrics.Gauges(
                 queueDepth: renders.count, queueLimit: renders.limit, activeRequests: http.requests,
                 openConnections: http.connections, responseCacheBytes: responses.totalBytes,
-                responseCacheEntries: responses.count, draining: isDraining))
+                responseCacheEntries: responses.count, draining: isDraining, closedConnections: http.closed))
     }
 
     // MARK: - Images
