@@ -175,6 +175,9 @@ final class ConnectionDeadlines: Sendable {
     /// Connections closed so far.
     var counts: Counts { table.withLock { $0.counts } }
 
+    /// Open connections the server is not closing, on every network thread.
+    var openConnections: Int { table.withLock { $0.workers.values.reduce(0) { $0 + $1.open } } }
+
     /// Why the server closed the connection `key`, if it did (asked before
     /// its close notification, by the completion of its request).
     func closing(_ key: UInt) -> Closing? {
@@ -357,7 +360,7 @@ extension ConnectionDeadlines.Table {
         case .headerDeadline: counts.headerTimeouts += 1
         case .eviction: counts.evictions += 1
         }
-        shutdown(entry.fd, Int32(SHUT_RDWR))
+        if entry.fd >= 0 { shutdown(entry.fd, Int32(SHUT_RDWR)) }
     }
 
     /// The earliest deadline of any line's front (each line is in deadline order).

@@ -20,6 +20,12 @@ import VipsCore
 /// on its own thread, where the answer is queued. No libmicrohttpd thread
 /// ever waits for a decode.
 ///
+/// Slow clients: libmicrohttpd's connection timeout is an idle timer, which
+/// each byte restarts; `ConnectionDeadlines` adds a deadline for each
+/// request's header section and evicts connections waiting for a header
+/// when the table is nearly full, from the connection notifications and the
+/// request callbacks.
+///
 /// Lifecycle: `init` starts listening; `quiesce()` stops accepting
 /// connections (open ones keep being served); `waitUntilIdle()` returns
 /// once no request is in flight; `answerSuspended(with:)` answers whatever
