@@ -37,17 +37,19 @@ static inline void vl_mhd_log_formatted(void *logger, const char *format, va_lis
 /* MHD_start_daemon is variadic: its callbacks (the error logger, given first as libmicrohttpd
    asks, through `logger`, which must outlive the daemon; the access handler; the
    request-completed notification; the URI logger, whose return value becomes the request's
-   context) are fixed arguments here, all with closure `cls`, and every other option comes in
-   `options`, an array ending with MHD_OPTION_END (MHD_OPTION_ARRAY). No accept policy callback. */
+   context; the connection notification, opened and closed, for the header deadlines) are fixed
+   arguments here, all with closure `cls`, and every other option comes in `options`, an array
+   ending with MHD_OPTION_END (MHD_OPTION_ARRAY). No accept policy callback. */
 static inline struct MHD_Daemon *vl_mhd_start_daemon(
     unsigned int flags, uint16_t port, void *cls, struct vl_mhd_logger *logger, MHD_AccessHandlerCallback handler,
     MHD_RequestCompletedCallback completed,
     void *(*uri_logger)(void *cls, const char *uri, struct MHD_Connection *connection),
-    const struct MHD_OptionItem *options) {
+    MHD_NotifyConnectionCallback notify_connection, const struct MHD_OptionItem *options) {
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
                             MHD_OPTION_EXTERNAL_LOGGER, vl_mhd_log_formatted, logger,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
@@ -75,6 +77,13 @@ static inline unsigned int vl_mhd_connection_status(struct MHD_Connection *conne
 static inline int vl_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+/* The same union: the daemon that owns the connection (with a thread pool, the worker thread's
+   own daemon, each with its share of the connection limit), or NULL. */
+static inline struct MHD_Daemon *vl_mhd_connection_daemon(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
+    return info == NULL ? NULL : info->daemon;
 }
 
 /* The same union: the client's address (owned by the connection), or NULL. */

@@ -139,6 +139,17 @@ final class ServeCommandTests: XCTestCase {
         }
     }
 
+    func testHeaderTimeoutClosesAConnectionWhoseHeaderIsNotComplete() throws {
+        let child = try start(["--header-timeout", "1"])
+        let client = try TestConnection(port: child.port)
+        let started = Date()
+        try client.send("GET /health HTTP/1.1\r\nX-Slow: a")
+        // The idle timeout (30 s by default) would close it too, much later.
+        XCTAssertTrue(try client.serverClosed(), "closed without an answer")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "closed at the 1 s header deadline")
+        XCTAssertEqual(try curl(child.url("/health")).status, 200)
+    }
+
     func testAPortInUseExitsOneAndUsageErrorsExitTwo() throws {
         let child = try start()
         let taken = try CLIHarness.run(["serve", "--bind", "127.0.0.1", "--port", String(child.port)])
@@ -147,7 +158,7 @@ final class ServeCommandTests: XCTestCase {
         for arguments in [
             ["serve", "--port", "70000"], ["serve", "--cache-size", "10"], ["serve", "--log-format", "xml"],
             ["serve", "--bind", "not-an-address", "--port", "0"], ["serve", "extra"],
-            ["serve", "--root", "/no/such/dir"]
+            ["serve", "--root", "/no/such/dir"], ["serve", "--header-timeout", "-1"]
         ] {
             let result = try CLIHarness.run(arguments)
             XCTAssertEqual(

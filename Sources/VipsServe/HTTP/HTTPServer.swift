@@ -21,6 +21,12 @@ import VipsCore
 /// on its own thread, where the answer is queued. No libmicrohttpd thread
 /// ever waits for a decode.
 ///
+/// Slow clients: libmicrohttpd's connection timeout is an idle timer, which
+/// each byte restarts; `ConnectionDeadlines` adds a deadline for each
+/// request's header section and evicts connections waiting for a header
+/// when the table is nearly full, from the connection notifications and the
+/// request callbacks.
+///
 /// Lifecycle: `init` starts listening; `quiesce()` stops accepting
 /// connections (open ones keep being served); `waitUntilIdle()` returns
 /// once no request is in flight; `answerSuspended(with:)` cancels the work
@@ -46,6 +52,8 @@ final class HTTPServer: Sendable {
     private let handler: any HTTPHandler
     private let table = LockedState(Table())
     private let watcher: HangupWatcher
+    /// Header deadlines and eviction (slowloris), told by libmicrohttpd's callbacks.
+    let deadlines: ConnectionDeadlines
     // Written once in init, before any other thread can see the server.
     nonisolated(unsafe) private var daemon: OpaquePointer?
     nonisolated(unsafe) private var boundPort: UInt16 = 0
@@ -63,6 +71,10 @@ final class HTTPServer: Sendable {
         self.configuration = configuration
         self.handler = handler
         let table = self.table
+        deadlines = ConnectionDeadlines(
+            headerTimeout: configuration.headerTimeout,
+            connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+            maxConnections: configuration.maxConnections, threads: configuration.threads)
         watcher = try HangupWatcher { id in
             // On the watcher's thread: the request's work is told, outside the lock.
             let exchange = table.withLock { $0.suspended[id] }
@@ -99,7 +111,7 @@ final class HTTPServer: Sendable {
             options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
             return vl_mhd_start_daemon(
                 flags, configuration.port, retained.toOpaque(), logger, Self.accessHandler,
-                Self.requestCompleted, Self.requestStarted, &options)
+                Self.requestCompleted, Self.requestStarted, Self.connectionNotified, &options)
         }
         guard let started else {
             logger.deinitialize(count: 1)
@@ -181,6 +193,7 @@ final class HTTPServer: Sendable {
         }
         guard first else { return }
         MHD_stop_daemon(daemon)
+        deadlines.stop()
         watcher.stop()
         if let socket = table.withLock({ $0.quiescedSocket }) { close(socket) }
         let waiters = table.withLock { table -> [CheckedContinuation<Bool, Never>] in
@@ -273,9 +286,12 @@ final class HTTPServer: Sendable {
     private func complete(_ exchange: HTTPExchange, _ termination: MHD_RequestTerminationCode) {
         let (method, client) = exchange.requestLine
         let outcome = exchange.outcome
-        let status = outcome.status ?? Int(vl_mhd_connection_status(exchange.connection))
+        // A connection the server closed before its header was complete: 408, as nginx logs it.
+        let closedByServer = deadlines.closing(UInt(bitPattern: exchange.connection)) != nil
+        let status =
+            outcome.status ?? (closedByServer ? 408 : Int(vl_mhd_connection_status(exchange.connection)))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1e9
-        let failed = termination != .REQUEST_TERMINATED_COMPLETED_OK
+        let failed = termination != .REQUEST_TERMINATED_COMPLETED_OK && !closedByServer
         handler.completed(
             HTTPCompletion(
                 method: method, target: exchange.target, clientAddress: client, status: status,
@@ -310,6 +326,8 @@ final class HTTPServer: Sendable {
         }
         let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(stored).takeUnretainedValue()
+        // Called once the header section is complete (and again later): its deadline is over.
+        server.deadlines.headersArrived(UInt(bitPattern: connection))
         return server.handle(exchange, method: method.map { String(cString: $0) } ?? "")
     }
 
@@ -323,11 +341,30 @@ final class HTTPServer: Sendable {
         server.message(message)
     }
 
-    private static let requestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, termination in
+    private static let requestCompleted: MHD_RequestCompletedCallback = {
+        context, connection, requestContext, termination in
         guard let context, let stored = requestContext?.pointee else { return }
         requestContext?.pointee = nil
         let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(stored).takeRetainedValue()
         server.complete(exchange, termination)
+        // A kept-alive connection now waits for its next request's header.
+        server.deadlines.requestEnded(UInt(bitPattern: connection))
+    }
+
+    /// A connection opened or closed: the header deadlines track it from
+    /// the accept (and may evict another one) until libmicrohttpd closes it.
+    private static let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, code in
+        guard let context, let connection else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+        let key = UInt(bitPattern: connection)
+        switch code {
+        case .CONNECTION_NOTIFY_STARTED:
+            server.deadlines.opened(
+                key, fd: vl_mhd_connection_fd(connection),
+                worker: UInt(bitPattern: vl_mhd_connection_daemon(connection)))
+        default:
+            server.deadlines.closed(key)
+        }
     }
 }

@@ -19,5 +19,11 @@ extension HTTPServer {
         var threads: Int
         /// Pending connections the kernel queues before the server accepts them.
         var listenBacklog: Int
+        /// A request's header section must be complete this long after the
+        /// accept (a kept-alive connection's next one, `connectionTimeoutSeconds`
+        /// plus this long after the previous response), however slowly its
+        /// bytes come, else the connection is closed; nil for no deadline
+        /// (`ConnectionDeadlines`).
+        var headerTimeout: Duration? = .seconds(10)
     }
 }

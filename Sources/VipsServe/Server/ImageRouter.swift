@@ -15,7 +15,10 @@ final class ImageRouter: HTTPHandler {
     let images: ImageEndpoint
     private let draining = Atomic<Bool>(false)
     /// The HTTP layer's request and connection counts, for `/metrics` (set once it runs).
-    private let httpGauges = LockedState<(@Sendable () -> (requests: Int, connections: Int))?>(nil)
+    private let httpGauges = LockedState<(@Sendable () -> HTTPGauges)?>(nil)
+
+    /// What the HTTP layer reports for `/metrics`.
+    private typealias HTTPGauges = (requests: Int, connections: Int, closed: ConnectionDeadlines.Counts)
 
     /// Answers made once and sent again and again.
     private struct Fixed: Sendable {
@@ -34,7 +37,11 @@ final class ImageRouter: HTTPHandler {
 
     /// Connects the HTTP layer's counts to `/metrics`.
     func attach(_ http: HTTPServer) {
-        httpGauges.withLock { $0 = { [weak http] in (http?.activeRequests ?? 0, http?.openConnections ?? 0) } }
+        httpGauges.withLock {
+            $0 = { [weak http] in
+                (http?.activeRequests ?? 0, http?.openConnections ?? 0, http?.deadlines.counts ?? .init())
+            }
+        }
     }
 
     /// Whether new requests get 503 (the server is draining).
@@ -89,12 +96,12 @@ final class ImageRouter: HTTPHandler {
 
     /// `/metrics`' text.
     var metricsText: String {
-        let http = httpGauges.withLock { $0 }?() ?? (requests: 0, connections: 0)
+        let http = httpGauges.withLock { $0 }?() ?? (requests: 0, connections: 0, closed: .init())
         return metrics.exposition(
             pipeline: images.pipeline.metrics, inFlight: images.pipeline.inFlight,
             gauges: ServerMetrics.Gauges(
                 queueDepth: images.renders.count, queueLimit: images.renders.limit, activeRequests: http.requests,
                 openConnections: http.connections, responseCacheBytes: images.responses.totalBytes,
-                responseCacheEntries: images.responses.count, draining: isDraining))
+                responseCacheEntries: images.responses.count, draining: isDraining, closedConnections: http.closed))
     }
 }

@@ -23,6 +23,19 @@ extension ImageServer {
         /// An idle connection (keep-alive between requests, or a client that
         /// stops sending its request) is closed after this long. Default 30 s.
         public var connectionTimeout: Duration = .seconds(30)
+        /// A request's header section must be complete within this long,
+        /// however slowly its bytes come (nginx's `client_header_timeout`):
+        /// from the accept for a new connection's first request, and from
+        /// the end of the previous response plus `connectionTimeout` on a
+        /// kept-alive one (whose wait for the first byte is the idle
+        /// timer's). Past it the connection is closed without an answer
+        /// (logged as 408). Zero for no deadline. Default 10 s.
+        ///
+        /// Besides, when a network thread's open connections pass 90 % of
+        /// its share of `maxConnections`, each new one closes the connection
+        /// that has waited longest for a request's header, so slow clients
+        /// cannot hold every slot until their deadlines pass.
+        public var headerTimeout: Duration = .seconds(10)
         /// A request's answer must be ready within this long (loading,
         /// decoding, encoding), else 504. Default 10 s.
         public var requestTimeout: Duration = .seconds(10)

@@ -52,7 +52,8 @@ public final class ImageServer: Sendable {
                 maxConnections: configuration.maxConnections, maxConnectionsPerIP: configuration.maxConnectionsPerIP,
                 connectionTimeoutSeconds: Self.wholeSeconds(configuration.connectionTimeout),
                 connectionMemoryBytes: configuration.maxHeaderBytes, threads: max(1, configuration.networkThreads),
-                listenBacklog: max(128, configuration.maxConnections)),
+                listenBacklog: max(128, configuration.maxConnections),
+                headerTimeout: configuration.headerTimeout > .zero ? configuration.headerTimeout : nil),
             handler: router)
         router.attach(http)
     }

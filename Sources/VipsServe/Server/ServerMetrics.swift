@@ -63,6 +63,9 @@ final class ServerMetrics: Sendable {
         var responseCacheBytes: Int
         var responseCacheEntries: Int
         var draining: Bool
+        /// Connections the server closed before their header was complete
+        /// (counters the HTTP layer keeps).
+        var closedConnections = ConnectionDeadlines.Counts()
     }
 
     /// The exposition text of everything.
@@ -111,6 +114,14 @@ final class ServerMetrics: Sendable {
         text.gauge("vipsload_decodes_queued", "Decodes waiting for a decode thread", inFlight.queuedDecodes)
         text.gauge("vipsload_http_requests_in_flight", "Requests received and not yet answered", gauges.activeRequests)
         text.gauge("vipsload_http_connections", "Open HTTP connections", gauges.openConnections)
+        text.counter(
+            "vipsload_http_header_timeouts_total",
+            "Connections closed because a request's header section was not complete by its deadline",
+            gauges.closedConnections.headerTimeouts)
+        text.counter(
+            "vipsload_http_connections_evicted_total",
+            "Connections waiting for a header closed to make room for a new one (the table nearly full)",
+            gauges.closedConnections.evictions)
         text.gauge(
             "vipsload_response_cache_bytes", "Body bytes in the memory cache of responses", gauges.responseCacheBytes)
         text.gauge("vipsload_response_cache_entries", "Responses in the memory cache", gauges.responseCacheEntries)

@@ -19,7 +19,7 @@ enum ServeCommand {
                               [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
                               [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
                               [--max-connections N] [--max-connections-per-ip N] [--connection-timeout S]
-                              [--downloads N] [--threads N] [--log-format text|json] [--quiet]
+                              [--header-timeout S] [--downloads N] [--threads N] [--log-format text|json] [--quiet]
 
         Serves thumbnails on demand over HTTP/1.1, with imgproxy's URL format, until
         SIGTERM or SIGINT: then it stops accepting connections, answers new requests
@@ -67,6 +67,11 @@ enum ServeCommand {
                                 no limit; raise it behind a load balancer)
           --connection-timeout S
                                 close a connection idle this long (default 30)
+          --header-timeout S    close a connection whose request header is not complete S
+                                seconds after it opened (after the previous response plus
+                                --connection-timeout on a kept-alive one), however slowly
+                                it sends (default 10; 0 for none). Near --max-connections,
+                                new connections close the ones waiting longest for a header
           --downloads N         source downloads at once (default 6)
           --threads N           network threads (default 1)
           --log-format F        text (default) or json: one object per line
@@ -100,7 +105,7 @@ enum ServeCommand {
                 "bind", "port", "root", "allow-source", "key", "salt", "timeout", "drain-timeout", "queue", "jobs",
                 "max-age", "memory-cache",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
-                "connection-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
+                "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
             ]),
             flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]), shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
@@ -212,6 +217,7 @@ enum ServeCommand {
             "max-connections-per-ip", default: server.maxConnectionsPerIP, in: 0...1_000_000)
         server.connectionTimeout = .seconds(
             try parsed.int("connection-timeout", default: 30, in: 0...86_400))
+        server.headerTimeout = .seconds(try parsed.int("header-timeout", default: 10, in: 0...86_400))
         server.networkThreads = try parsed.int("threads", default: 1, in: 1...64)
 
         var pipeline = ImagePipeline.Configuration(
