@@ -14,6 +14,12 @@ distinct and every request decodes, with the same JPEG shrink-on-load factor), E
 applied, JPEG quality 80 out, baseline, metadata stripped.
   vipsload serve  /insecure/rs:fit:W:H/q:80/plain/local:///CLASS/FILE@jpg
   thumbor         /unsafe/fit-in/WxH/filters:quality(80):format(jpeg)/CLASS/FILE
+With `--vipsload-urls fit,client`, vipsload gets a second row per class with the URLs the PyPI
+`imgproxy` client (1.0.0) builds at its defaults, `rs:auto`, `g:ce`, no extension (the server
+chooses the format), with `q:80` as its `advanced` option, the source base64-encoded:
+  vipsload serve  /insecure/q:80/g:ce/rs:auto:W:H:0/BASE64(local:///CLASS/FILE)
+`auto` on a box of the image's orientation is a fill (a crop to exactly W×H), so the row's output
+differs from thumbor's fit-in; the column compares throughput per request, and `auto` with `fit`.
 thumbor runs as its docs deploy it: `thumbor --processes N` (N = the cores, tornado's forked
 processes sharing one socket), the file loader, no storage of originals, no result storage,
 RESPECT_ORIENTATION on, PROGRESSIVE_JPEG off and the BICUBIC filter (VipsLoad's fast mode
@@ -26,6 +32,7 @@ system time over the run. The ratio column is VipsLoad ÷ thumbor (req/s), or re
 """
 
 import argparse
+import base64
 import json
 import os
 import pwd
@@ -290,16 +297,22 @@ class Server:
 class VipsLoadServer(Server):
     name = "vipsload"
 
-    def __init__(self, args, work, origin=None, env_extra=None, label=None, extra_flags=()):
+    def __init__(self, args, work, origin=None, env_extra=None, label=None, extra_flags=(), urls="fit"):
         self.args, self.work, self.origin = args, work, origin
+        self.urls = urls
         self.env_extra = env_extra or {}
-        self.label = label or ("vipsload (remote)" if origin else "vipsload")
+        self.label = label or ("vipsload (remote)" if origin else
+                               "vipsload (rs:auto, imgproxy client)" if urls == "client" else "vipsload")
         self.extra_flags = list(extra_flags)
         self.port = None
         self.process = None
 
     def path(self, file, width, height):
         source = f"{self.origin}/{file}" if self.origin else f"local:///{file}"
+        if self.urls == "client":
+            # imgproxy.ImgProxy(source, width=W, height=H)("q:80"): its path format, defaults kept.
+            encoded = base64.urlsafe_b64encode(source.encode()).rstrip(b"=").decode()
+            return f"/insecure/q:80/g:ce/rs:auto:{width}:{height}:0/{encoded}"
         return f"/insecure/rs:fit:{width}:{height}/q:80/plain/{source}@jpg"
 
     def command(self):
@@ -527,7 +540,9 @@ def warm_up(server, files):
     """One request per file at a size outside the measured range; checks each is a JPEG."""
     for file in files:
         status, headers, body = fetch(server.base() + server.path(file, WARMUP_SIZE, WARMUP_SIZE))
-        if status != 200 or not body.startswith(b"\xff\xd8"):
+        image = body.startswith(b"\xff\xd8") or getattr(server, "urls", "fit") == "client" and body[:4] in (
+            b"\x89PNG", b"RIFF", b"GIF8")
+        if status != 200 or not image:
             raise Failure(f"{server.label}: {server.path(file, WARMUP_SIZE, WARMUP_SIZE)} answered {status} "
                           f"({headers.get('Content-Type')}): {body[:200]!r}; its log:\n{tail(server.process.log)}")
 
@@ -605,7 +620,9 @@ def bench(args, work):
                 # from the decoded bitmap it keeps (no decode), and a repeated URL is a response
                 # hit, which thumbor without result storage cannot do. So every request decodes.
                 cold_flags = ["--memory-cache", "0"]
-                plan.append(("vipsload", lambda: VipsLoadServer(args, work, extra_flags=cold_flags)))
+                for style in args.vipsload_urls:
+                    plan.append(("vipsload" if style == "fit" else "vipsload-" + style,
+                                 lambda style=style: VipsLoadServer(args, work, extra_flags=cold_flags, urls=style)))
                 if "remote" in args.scenarios:
                     plan.append(("remote", lambda: VipsLoadServer(args, work, origin=origin.url(),
                                                                   extra_flags=cold_flags)))
@@ -787,10 +804,12 @@ def report_bench(args, results, work):
         for cls in dict.fromkeys(f["class"] for f in cold):
             rows = {f["key"]: f for f in cold if f["class"] == cls}
             thumbor = rows.get("thumbor")
-            for key in ("vipsload", "thumbor"):
+            for key in ("vipsload", "vipsload-client", "thumbor"):
                 if key in rows:
                     f = rows[key]
-                    ratio = f"**{rate(f) / rate(thumbor):.2f}×**" if key == "vipsload" and thumbor else ""
+                    ratio = f"**{rate(f) / rate(thumbor):.2f}×**" if key != "thumbor" and thumbor else ""
+                    if key == "vipsload-client" and "vipsload" in rows:
+                        ratio += f" ({rate(f) / rate(rows['vipsload']):.2f}× fit)"
                     print(table_row(f, ratio))
         print()
         notes = []
@@ -913,6 +932,9 @@ def main():
     parser.add_argument("--scenarios", default="cold,remote,warm", help="any of cold,remote,warm")
     parser.add_argument("--servers", default="vipsload,thumbor", help="the servers to run (default both)")
     parser.add_argument("--classes", help="corpus classes, comma-separated (default: all)")
+    parser.add_argument("--vipsload-urls", default="fit",
+                        help="vipsload's cold rows, comma-separated: fit (rs:fit, the default) and/or client "
+                             "(rs:auto as the PyPI imgproxy client builds it)")
     parser.add_argument("--thumbor-processes", type=int, default=CORES,
                         help=f"thumbor --processes (default: the cores, {CORES})")
     parser.add_argument("--allocators", default="glibc-tuned,arena-max-2,jemalloc",
@@ -929,6 +951,9 @@ def main():
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     args.servers = [s for s in args.servers.split(",") if s]
     args.classes = [c for c in args.classes.split(",") if c] if args.classes else None
+    args.vipsload_urls = [u for u in args.vipsload_urls.split(",") if u]
+    if not args.vipsload_urls or any(u not in ("fit", "client") for u in args.vipsload_urls):
+        parser.error("--vipsload-urls takes fit and/or client")
     args.allocators = [a for a in args.allocators.split(",") if a]
     for a in args.allocators:
         if a not in ALLOCATORS:

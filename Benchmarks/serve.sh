@@ -11,6 +11,7 @@
 #
 #   Benchmarks/serve.sh                    # cold, remote, warm (about 5 minutes)
 #   Benchmarks/serve.sh --quick            # the same with 5 s rows, for development
+#   Benchmarks/serve.sh --vipsload-urls fit,client   # also rs:auto URLs as the PyPI imgproxy client builds them
 #   Benchmarks/serve.sh soak [MINUTES]     # MINUTES (default 10) per allocator setting, 3 settings
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

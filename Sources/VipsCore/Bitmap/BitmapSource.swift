@@ -14,12 +14,22 @@ public struct BitmapSource: Sendable, Hashable {
     /// The source's EXIF and profile, when the decode was asked to keep them
     /// (for an encoder keeping metadata); nil otherwise.
     public let metadata: ImageMetadata?
+    /// How far the loader shrank the image while decoding it (8 for a JPEG
+    /// decoded at 1/8, 1 for a decode at full size), as a planned decode
+    /// (`ImageGeometry`) reports it; nil for decodes that do not report it.
+    public let loadShrink: Double?
 
-    /// Where a bitmap came from: its source header, whether it was decoded leniently, whether from the data cache, and the metadata kept.
-    public init(info: ImageInfo, decodedLeniently: Bool, fromDataCache: Bool = false, metadata: ImageMetadata? = nil) {
+    /// Where a bitmap came from: its source header, whether it was decoded
+    /// leniently, whether from the data cache, the metadata kept, and the
+    /// loader's shrink.
+    public init(
+        info: ImageInfo, decodedLeniently: Bool, fromDataCache: Bool = false, metadata: ImageMetadata? = nil,
+        loadShrink: Double? = nil
+    ) {
         self.info = info
         self.decodedLeniently = decodedLeniently
         self.fromDataCache = fromDataCache
         self.metadata = metadata
+        self.loadShrink = loadShrink
     }
 }

@@ -215,7 +215,7 @@ public struct ImageDecoder: Sendable {
 
     // MARK: - Steps
 
-    private var failOn: VipsFailOn { options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE }
+    var failOn: VipsFailOn { options.strict ? VIPS_FAIL_ON_ERROR : VIPS_FAIL_ON_NONE }
     private var decodeErrorKind: VipsError.Kind { .corruptData }
 
     /// Refuses empty, oversized, unknown and disallowed inputs from their first
@@ -308,7 +308,7 @@ public struct ImageDecoder: Sendable {
     }
 
     /// A JPEG opened with DCT-domain shrinking by 1/`shrink`.
-    private func load(
+    func load(
         _ source: UnsafeMutablePointer<VipsSource>, shrink: Int, label: String
     ) throws(VipsError) -> VipsImageHandle {
         try Self.load(label) {

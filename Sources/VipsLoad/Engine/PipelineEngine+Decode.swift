@@ -61,10 +61,9 @@ extension PipelineEngine {
             metrics.decodesStarted.add(1, ordering: .relaxed)
             result = Result { () throws(VipsError) -> Bitmap in
                 try cancellation.run { () throws(VipsError) -> Bitmap in
-                    try decoder(for: data, named: request.request.source.description).decode(
-                        data.input, size: request.request.size, mode: request.request.mode,
-                        scale: request.request.scale, allowUpscale: request.key.allowUpscale,
-                        keepingMetadata: request.request.options.contains(.keepMetadata))
+                    try request.request.decode(
+                        data.input, with: decoder(for: data, named: request.request.source.description),
+                        allowUpscale: request.key.allowUpscale)
                 }
             }
             result = result.map { $0.fromDataCache(data.isFromDataCache) }

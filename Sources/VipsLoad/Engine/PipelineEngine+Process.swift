@@ -62,7 +62,7 @@ extension Bitmap {
         guard isFromDataCache, let source else { return self }
         return withSource(
             BitmapSource(
-                info: source.info, decodedLeniently: source.decodedLeniently,
-                fromDataCache: true))
+                info: source.info, decodedLeniently: source.decodedLeniently, fromDataCache: true,
+                metadata: source.metadata, loadShrink: source.loadShrink))
     }
 }

@@ -11,16 +11,17 @@ extension ImagePipeline {
     /// loads them (data cache, lanes, a load of the same source in flight
     /// joined); the decode runs on its decode threads at the request's priority. The
     /// frames are neither cached nor coalesced; the decoder's limits apply to
-    /// all frames together. `request.mode` must be `.fit` and it must have no processors.
+    /// all frames together. `request.mode` must be `.fit` and it must have no processors or geometry.
     ///
-    /// - Throws: `.invalidArgument` for another mode or processors; the load's and decode's errors.
+    /// - Throws: `.invalidArgument` for another mode, processors or a geometry; the load's and decode's errors.
     public nonisolated(nonsending) func animatedImage(
         for request: ImageRequest
     ) async throws(VipsError) -> AnimatedBitmap {
         _ = try request.validated()
-        guard case .fit = request.mode, request.processors.isEmpty else {
+        guard case .fit = request.mode, request.processors.isEmpty, request.geometry == nil else {
             throw VipsError(
-                .invalidArgument, "animations are fitted, without processors", source: request.source.description)
+                .invalidArgument, "animations are fitted, without processors or a geometry",
+                source: request.source.description)
         }
         let data = try await self.data(for: request)
         let decoder = engine.decoder(for: data, named: request.source.description)

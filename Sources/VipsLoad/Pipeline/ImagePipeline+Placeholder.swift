@@ -29,10 +29,12 @@ extension ImagePipeline {
 
     /// `request` as the small decode a placeholder is made from: its box
     /// scaled to fit `ImagePlaceholder.side` (its aspect kept), at scale 1,
-    /// without processors or metadata.
+    /// without processors, geometry or metadata.
     static func placeholderRequest(for request: ImageRequest) -> ImageRequest {
         var small = request
         small.processors = []
+        // The whole source's aspect, as for a request of the original.
+        small.geometry = nil
         small.options.remove(.keepMetadata)
         small.scale = 1
         let side = ImagePlaceholder.side

@@ -50,6 +50,14 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     /// one download, whatever their URLs (for example a signed URL whose
     /// signature changes). A file's version still applies. Default nil.
     public var imageID: String?
+    /// Decides the decode from the image's header, in place of `size` and
+    /// `mode`: the crop, the exact size and the result crop that depend on the
+    /// image's own size or orientation (see `ImageGeometry` and `DecodePlan`).
+    /// The decode still shrinks on load as far as the plan allows. Its
+    /// `identifier` is part of the cache key, so equal identifiers must plan
+    /// alike. `size` must be `.original` and `mode` `.fit` when it is set;
+    /// `scale` only tags the bitmap. Default nil.
+    public var geometry: (any ImageGeometry)?
 
     /// A request for `source`; every parameter but the source has its documented default.
     public init(
@@ -175,6 +183,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
     var geometryKey: String {
         var key = ""
         if case .fit = mode {} else { key = mode.description }
+        if let geometry { key += "plan(\(geometry.identifier))" }
         if options.contains(.keepMetadata) { key += "+metadata" }
         return key
     }
@@ -187,6 +196,7 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         lhs.source == rhs.source && lhs.size == rhs.size && lhs.mode == rhs.mode && lhs.scale == rhs.scale
             && lhs.priority == rhs.priority && lhs.options == rhs.options && lhs.processingKey == rhs.processingKey
             && lhs.httpHeaders == rhs.httpHeaders && lhs.imageID == rhs.imageID
+            && lhs.geometry?.identifier == rhs.geometry?.identifier
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -198,11 +208,13 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(options)
         hasher.combine(processingKey)
         hasher.combine(imageID)
+        hasher.combine(geometry?.identifier)
     }
 
     /// The source, then the size and scale, and any priority but `.normal`.
     public var description: String {
-        "\(source) @ \(size)×\(scale)" + (geometryKey.isEmpty ? "" : " \(mode)")
+        "\(source) @ \(geometry.map { "plan(\($0.identifier))" } ?? "\(size)")×\(scale)"
+            + (geometryKey.isEmpty || geometry != nil ? "" : " \(mode)")
             + (processors.isEmpty ? "" : " [\(processingKey)]") + (priority == .normal ? "" : " (\(priority))")
     }
 
@@ -225,6 +237,11 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
                 .invalidArgument, "target size \(size) at scale \(scale) is not a valid size",
                 source: source.description)
         }
+        if geometry != nil, size != .original || mode != .fit {
+            throw VipsError(
+                .invalidArgument, "a request with a geometry takes its size from it, not \(size) \(mode)",
+                source: source.description)
+        }
         do throws(VipsError) {
             try mode.validate(for: size)
             for processor in processors { try processor.validate() }
@@ -237,5 +254,18 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
             box: box, allowUpscale: options.contains(.allowUpscale),
             geometry: geometryKey, processing: processingKey)
         return ValidatedRequest(request: self, key: key)
+    }
+}
+
+extension ImageRequest {
+    /// Decodes `input` as this request asks: by its geometry's plan when it
+    /// has one, else to its size by its mode.
+    func decode(_ input: ImageInput, with decoder: ImageDecoder, allowUpscale: Bool) throws(VipsError) -> Bitmap {
+        let keepsMetadata = options.contains(.keepMetadata)
+        if let geometry {
+            return try decoder.decode(input, geometry: geometry, scale: scale, keepingMetadata: keepsMetadata)
+        }
+        return try decoder.decode(
+            input, size: size, mode: mode, scale: scale, allowUpscale: allowUpscale, keepingMetadata: keepsMetadata)
     }
 }

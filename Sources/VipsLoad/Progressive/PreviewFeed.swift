@@ -79,9 +79,8 @@ final class PreviewFeed: Sendable {
         var decoder = engine.decoder
         decoder.options.strict = false
         decoder.inputName = request.source.description
-        let decoded = try? decoder.decode(
-            .data(scans.data), size: request.size, mode: request.mode, scale: request.scale,
-            allowUpscale: request.options.contains(.allowUpscale))
+        let decoded = try? request.decode(
+            .data(scans.data), with: decoder, allowUpscale: request.options.contains(.allowUpscale))
         guard var bitmap = decoded else { return nil }
         if !request.processors.isEmpty {
             guard let processed = try? ImageProcessors.Composition(request.processors).process(bitmap) else {

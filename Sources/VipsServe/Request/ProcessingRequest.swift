@@ -5,13 +5,12 @@ import VipsLoad
 /// and the `OutputPlan` its result is encoded by.
 ///
 /// The request follows imgproxy's pipeline (crop, scale, rotate, result crop,
-/// blur and sharpen, extend, padding, flatten) with the pipeline's
-/// primitives. Most URLs decode straight to their size (shrink-on-load, the
-/// fill crop and smart crop done by the decoder) and finish with processors
-/// for what the decoder does not do. URLs that need the image before its
-/// geometry can be chosen (a `crop`, `rt:auto` with both sides, a `fill` at a
-/// focus point or with offsets) are decoded at full size and scaled after:
-/// `decodesFullSize` tells which (slower, and without enlarging).
+/// blur and sharpen, extend, padding, flatten). Its geometry (`ImgproxyPlan`)
+/// is decided from the source's header before any pixel is decoded, with
+/// imgproxy's arithmetic: the decode shrinks on load as far as the output
+/// allows, cuts the crop at the shrunk scale and resizes to imgproxy's exact
+/// size, for every URL (`rt:auto`, crops, focus points, offsets and smart
+/// gravity included). Processors finish what follows the resize.
 public struct ProcessingRequest: Sendable {
     /// What the pipeline loads, decodes and processes.
     public let imageRequest: ImageRequest
@@ -19,8 +18,6 @@ public struct ProcessingRequest: Sendable {
     public let output: OutputPlan
     /// The parsed URL.
     public let url: ProcessingURL
-    /// Whether the request decodes the image at full size (see the type's documentation).
-    public let decodesFullSize: Bool
 
     /// The URL's options.
     public var options: ProcessingOptions { url.options }
@@ -33,8 +30,7 @@ public struct ProcessingRequest: Sendable {
     /// The request for `url` reading `source`, whose download follows only
     /// the redirects `allowsRedirect` allows (`ImageRequest.allowsRedirect`).
     ///
-    /// - Throws: `.invalidOption` (400) for sizes over `limits`,
-    ///   `.unsupportedOption` (400) for combinations the pipeline cannot do.
+    /// - Throws: `.invalidOption` (400) for sizes over `limits`.
     init(
         url: ProcessingURL, source: ImageSource, limits: ProcessingURLParser.Limits,
         allowsRedirect: (@Sendable (URL) -> Bool)? = nil
@@ -43,42 +39,14 @@ public struct ProcessingRequest: Sendable {
         try Self.check(options, limits: limits)
         self.url = url
         output = OutputPlan(options)
-        let bothSides = options.width > 0 && options.height > 0
-        let filling = [.fill, .fillDown, .auto].contains(options.resizingType) && bothSides
-        decodesFullSize =
-            options.hasCrop || (options.resizingType == .auto && bothSides) || (filling && options.gravity.isOffset)
-        if decodesFullSize {
-            if options.hasCrop, (options.cropGravity ?? options.gravity).kind == .smart {
-                throw ProcessingURLError(.unsupportedOption, "crop: smart gravity is not supported with a crop")
-            }
-            if filling, options.gravity.kind == .smart {
-                throw ProcessingURLError(
-                    .unsupportedOption, "gravity: smart gravity is not supported with a crop or rt:auto")
-            }
-            if options.hasCrop, options.resizingType == .force, options.width > 0 || options.height > 0 {
-                throw ProcessingURLError(.unsupportedOption, "crop: resizing type force is not supported with a crop")
-            }
-        }
         var request = ImageRequest(source: source, scale: options.dpr)
         request.allowsRedirect = allowsRedirect
+        request.geometry = ImgproxyPlan(options: options)
         var processors: [any ImageProcessing] = []
         if options.rotate != 0, let angle = ImageProcessors.Rotate.Angle(rawValue: options.rotate) {
             processors.append(ImageProcessors.Rotate(angle))
         }
-        if decodesFullSize {
-            processors.append(ProcessingSteps.FullSizeResize(options: options))
-            processors.append(ProcessingSteps.ResultCrop(options: options))
-        } else {
-            let (size, mode, upscales) = Self.decodeGeometry(options)
-            request.size = size
-            request.mode = mode
-            if upscales { request.options.insert(.allowUpscale) }
-            // The decoder's fill crops to the box clamped to the image; imgproxy's differs for
-            // fill-down, and when a small image lowers the dpr.
-            if filling, options.resizingType == .fillDown || (options.dpr != 1 && !options.enlarge) {
-                processors.append(ProcessingSteps.ResultCrop(options: options))
-            }
-        }
+        if Self.cropsResult(options) { processors.append(ProcessingSteps.ResultCrop(options: options)) }
         if options.blur > 0 { processors.append(ImageProcessors.GaussianBlur(sigma: options.blur)) }
         if options.sharpen > 0 { processors.append(ImageProcessors.Sharpen(sigma: options.sharpen)) }
         if options.extend {
@@ -91,6 +59,15 @@ public struct ProcessingRequest: Sendable {
         request.processors = processors
         if output.keepsMetadata { request.options.insert(.keepMetadata) }
         imageRequest = request
+    }
+
+    /// Whether the scaled image may be cropped to the result (fill's crop to
+    /// the box, fill-down's to its aspect ratio) at a compass or focus-point
+    /// gravity, after the rotation: with both sides, by a type that crops
+    /// (`auto` may). A smart result crop is the decode's.
+    static func cropsResult(_ options: ProcessingOptions) -> Bool {
+        options.width > 0 && options.height > 0 && [.fill, .fillDown, .auto].contains(options.resizingType)
+            && options.gravity.kind != .smart
     }
 
     /// Sizes over the limits.
@@ -113,70 +90,6 @@ public struct ProcessingRequest: Sendable {
             throw ProcessingURLError(
                 .invalidOption,
                 "padding: \(value) at dpr \(options.dpr) is over the \(limits.maxResultDimension)-pixel limit")
-        }
-    }
-
-    /// The decode's size and mode for the URLs decoded straight to size, in the
-    /// orientation before the rotation (a quarter turn swaps the box and turns
-    /// the gravity), and whether it may enlarge.
-    static func decodeGeometry(_ options: ProcessingOptions) -> (TargetSize, ResizeMode, Bool) {
-        let turned = options.rotate % 180 == 90
-        let width = turned ? options.height : options.width
-        let height = turned ? options.width : options.height
-        if width == 0 && height == 0 { return (.original, .fit, false) }
-        switch options.resizingType {
-        case .force:
-            guard width > 0, height > 0 else {
-                // A side of 0 keeps the image's own: an unbounded box side, clamped to the image
-                // (never enlarged: the unbounded side would be).
-                let unbounded = TargetSize.unboundedSide
-                return (
-                    .fit(width: width > 0 ? width : unbounded, height: height > 0 ? height : unbounded), .stretch, false
-                )
-            }
-            return (.fit(width: width, height: height), .stretch, options.enlarge)
-        case .fill, .fillDown, .auto:
-            if width > 0, height > 0 {
-                return (.fit(width: width, height: height), .fill(decoderGravity(options)), options.enlarge)
-            }
-        case .fit:
-            break
-        }
-        if width > 0, height > 0 { return (.fit(width: width, height: height), .fit, options.enlarge) }
-        return (width > 0 ? .width(width) : .height(height), .fit, options.enlarge)
-    }
-
-    /// The gravity the decoder crops a fill at: the URL's, turned back by the rotation that follows.
-    static func decoderGravity(_ options: ProcessingOptions) -> Gravity {
-        typealias Kind = ProcessingOptions.Gravity.Kind
-        var kind = options.gravity.kind
-        // imgproxy's rotation map: where each final position lies before a clockwise turn.
-        let turns: [Int: [Kind: Kind]] = [
-            90: [
-                .north: .west, .east: .north, .south: .east, .west: .south, .northWest: .southWest,
-                .northEast: .northWest, .southWest: .southEast, .southEast: .northEast
-            ],
-            180: [
-                .north: .south, .east: .west, .south: .north, .west: .east, .northWest: .southEast,
-                .northEast: .southWest, .southWest: .northEast, .southEast: .northWest
-            ],
-            270: [
-                .north: .east, .east: .south, .south: .west, .west: .north, .northWest: .northEast,
-                .northEast: .southEast, .southWest: .northWest, .southEast: .southWest
-            ]
-        ]
-        kind = turns[options.rotate]?[kind] ?? kind
-        switch kind {
-        case .centre, .focusPoint: return .centre
-        case .north: return .north
-        case .south: return .south
-        case .east: return .east
-        case .west: return .west
-        case .northEast: return .northEast
-        case .northWest: return .northWest
-        case .southEast: return .southEast
-        case .southWest: return .southWest
-        case .smart: return .attention
         }
     }
 }

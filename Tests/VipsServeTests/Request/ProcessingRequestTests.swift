@@ -3,9 +3,8 @@ import VipsLoad
 import VipsServe
 import XCTest
 
-/// How options map onto `ImageRequest` and `OutputPlan`: the decode's size,
-/// mode, scale and upscaling, the processors after it, the combinations
-/// refused, and the limits.
+/// How options map onto `ImageRequest` and `OutputPlan`: the decode's plan
+/// from the header, the processors after it, and the limits.
 final class ProcessingRequestTests: XCTestCase {
     private let parser = ProcessingURLParser(
         sources: try! SourcePolicy(allowedSources: [try! SourcePattern("example.com")]))
@@ -33,43 +32,60 @@ final class ProcessingRequestTests: XCTestCase {
         }
     }
 
-    func testSizesAndModesDecodedStraightToSize() throws {
-        var r = try request("rs:fit:300:200").imageRequest
-        XCTAssertEqual(r.size, .fit(width: 300, height: 200))
-        XCTAssertEqual(r.mode, .fit)
-        XCTAssertEqual(r.scale, 1)
-        XCTAssertFalse(r.options.contains(.allowUpscale))
-        XCTAssertTrue(r.processors.isEmpty)
-        XCTAssertEqual(try request("w:300").imageRequest.size, .width(300))
-        XCTAssertEqual(try request("h:300").imageRequest.size, .height(300))
-        XCTAssertEqual(try request("q:80").imageRequest.size, .original)
-        XCTAssertEqual(try request("rt:fill/w:300").imageRequest.size, .width(300), "fill with one side is fit")
-        XCTAssertEqual(try request("rt:auto/h:300").imageRequest.mode, .fit)
-        r = try request("rs:fill:300:200/g:sm").imageRequest
-        XCTAssertEqual(r.mode, .fill(.attention))
-        XCTAssertEqual(try request("rs:fill-down:300:200/g:noea").imageRequest.mode, .fill(.northEast))
-        XCTAssertEqual(try request("rs:force:300:200").imageRequest.mode, .stretch)
-        r = try request("rs:fit:300:200:1/dpr:2").imageRequest
-        XCTAssertEqual(r.scale, 2)
-        XCTAssertTrue(r.options.contains(.allowUpscale))
-        // force with a side of 0 keeps the image's own side: an unbounded side, never enlarged.
-        r = try request("rs:force:0:200:1").imageRequest
-        XCTAssertEqual(r.size, .fit(width: TargetSize.unboundedSide, height: 200))
-        XCTAssertEqual(r.mode, .stretch)
-        XCTAssertFalse(r.options.contains(.allowUpscale))
+    /// The plan of `options` for a `width` × `height` JPEG header.
+    private func plan(_ options: String, _ width: Int = 4000, _ height: Int = 3000) throws -> DecodePlan? {
+        let info = ImageInfo(
+            width: width, height: height, format: .jpeg, bands: 3, hasAlpha: false, orientation: 1, pages: 1)
+        return try request(options).imageRequest.geometry?.plan(for: info)
     }
 
-    func testAQuarterTurnSwapsTheBoxAndTurnsTheGravity() throws {
-        var r = try request("rs:fill:300:200/g:no/rot:90")
-        XCTAssertEqual(r.imageRequest.size, .fit(width: 200, height: 300))
-        XCTAssertEqual(r.imageRequest.mode, .fill(.west), "north after a clockwise quarter turn is west before it")
-        XCTAssertEqual(processorNames(r), ["vipsload.rotate"])
-        r = try request("rs:fill:300:200/g:soea/rot:180")
-        XCTAssertEqual(r.imageRequest.size, .fit(width: 300, height: 200))
-        XCTAssertEqual(r.imageRequest.mode, .fill(.northWest))
-        r = try request("rs:fill:300:200/g:ea/rot:270")
-        XCTAssertEqual(r.imageRequest.mode, .fill(.south))
-        XCTAssertEqual(try request("w:300/rot:90").imageRequest.size, .height(300))
+    func testEveryURLIsPlannedFromTheHeader() throws {
+        let r = try request("rs:fit:300:200/dpr:2").imageRequest
+        XCTAssertEqual(r.size, .original, "the plan decides the size")
+        XCTAssertEqual(r.mode, .fit)
+        XCTAssertEqual(r.scale, 2, "the bitmap is tagged with the dpr")
+        XCTAssertEqual(try plan("rs:fit:300:200"), DecodePlan(width: 267, height: 200))
+        XCTAssertEqual(try plan("rs:fit:300:200/dpr:2"), DecodePlan(width: 533, height: 400))
+        // auto of a landscape into a square is a fill: scaled to cover, cropped after (ResultCrop).
+        XCTAssertEqual(try plan("g:ce/rs:auto:250:250:0"), DecodePlan(width: 333, height: 250))
+        XCTAssertEqual(try plan("rs:auto:200:300"), DecodePlan(width: 200, height: 150), "a portrait box: fit")
+        XCTAssertEqual(try plan("rs:force:300:100"), DecodePlan(width: 300, height: 100))
+        XCTAssertEqual(try plan("rs:fit:8000:8000:1"), DecodePlan(width: 8000, height: 6000), "enlarged")
+        XCTAssertEqual(try plan("q:80"), DecodePlan(width: 4000, height: 3000))
+        // A crop in source pixels at its gravity, then the resize.
+        XCTAssertEqual(
+            try plan("c:2000:2000/rs:fit:250:250"),
+            DecodePlan(crop: .rect(x: 1000, y: 500, width: 2000, height: 2000), width: 250, height: 250))
+        XCTAssertEqual(
+            try plan("c:0.5:0.5:fp:0.25:0.25"),
+            DecodePlan(crop: .rect(x: 0, y: 0, width: 2000, height: 1500), width: 2000, height: 1500))
+        XCTAssertEqual(
+            try plan("c:1000:1000:soea:10:20/rs:force:50:50"),
+            DecodePlan(crop: .rect(x: 2990, y: 1980, width: 1000, height: 1000), width: 50, height: 50))
+        // Smart gravity: the crop, and fill's result crop, are found from the pixels.
+        XCTAssertEqual(
+            try plan("c:100:100:sm"),
+            DecodePlan(
+                crop: .smart(width: 100, height: 100, gravity: .attention), width: 100,
+                height: 100))
+        XCTAssertEqual(
+            try plan("rs:fill:300:200/g:sm"),
+            DecodePlan(width: 300, height: 225, resultCrop: .smart(width: 300, height: 200, gravity: .attention)))
+    }
+
+    func testAQuarterTurnPlansBeforeTheTurn() throws {
+        // The box and the crop are the turned image's; the plan is the image's before the turn.
+        XCTAssertEqual(try plan("rs:fit:300:400/rot:90"), DecodePlan(width: 400, height: 300))
+        // North-west of the turned image (3000×4000) is the south-west of the image before a clockwise turn.
+        XCTAssertEqual(
+            try plan("c:1000:500:nowe/rot:90"),
+            DecodePlan(crop: .rect(x: 0, y: 2000, width: 500, height: 1000), width: 500, height: 1000))
+        XCTAssertEqual(
+            try plan("c:1000:500:nowe/rot:180"),
+            DecodePlan(crop: .rect(x: 3000, y: 2500, width: 1000, height: 500), width: 1000, height: 500))
+        XCTAssertEqual(
+            try plan("c:1000:500:nowe/rot:270"),
+            DecodePlan(crop: .rect(x: 3500, y: 0, width: 500, height: 1000), width: 500, height: 1000))
     }
 
     func testFinishingStepsAndTheirOrder() throws {
@@ -80,36 +96,12 @@ final class ProcessingRequestTests: XCTestCase {
                 "vipsload.rotate", "vipsserve.resultCrop", "vipsload.blur", "vipsload.sharpen", "vipsserve.extend",
                 "vipsserve.padding", "vipsserve.flatten"
             ])
-        XCTAssertFalse(r.decodesFullSize)
-        // fill at dpr 1 needs no result crop; fill at another dpr (without enlarge) does.
-        XCTAssertEqual(processorNames(try request("rs:fill:300:200")), [])
-        XCTAssertEqual(processorNames(try request("rs:fill:300:200/dpr:2")), ["vipsserve.resultCrop"])
-        XCTAssertEqual(processorNames(try request("rs:fill:300:200:1/dpr:2")), [])
-    }
-
-    func testWhatIsDecodedAtFullSize() throws {
-        for options in [
-            "c:100:100", "c:0.5/rs:fill:10:10", "rs:auto:300:200", "rs:fill:300:200/g:fp:0.2:0.3",
-            "rs:fill:300:200/g:no:10", "rs:fill-down:300:200/g:ce:0:0.1"
-        ] {
-            let r = try request(options)
-            XCTAssertTrue(r.decodesFullSize, options)
-            XCTAssertEqual(r.imageRequest.size, .original, options)
-            XCTAssertEqual(Array(processorNames(r).prefix(2)), ["vipsserve.fullSizeResize", "vipsserve.resultCrop"])
-        }
-        for options in ["rs:fit:300:200/g:fp:0.2:0.3", "rs:auto:300:0", "rs:fill:300:200/g:no", "rs:force:30:20/g:no:5"]
-        {
-            XCTAssertFalse(try request(options).decodesFullSize, options)
-        }
-        XCTAssertEqual(processorNames(try request("c:10/rot:90")).first, "vipsload.rotate", "rotated before the crop")
-    }
-
-    func testCombinationsThePipelineCannotDoAreRefused() {
-        assertRefused("c:100:100:sm", .unsupportedOption, naming: "smart")
-        assertRefused("g:sm/c:100:100", .unsupportedOption, naming: "smart")
-        assertRefused("rs:auto:300:200/g:sm", .unsupportedOption, naming: "smart")
-        assertRefused("c:100:100/rs:force:50:50", .unsupportedOption, naming: "force")
-        XCTAssertNoThrow(try request("c:100:100:no/g:sm"), "the crop's own gravity is used")
+        // A result crop for the types that crop to a box; a smart one is the plan's.
+        XCTAssertEqual(processorNames(try request("rs:fill:300:200")), ["vipsserve.resultCrop"])
+        XCTAssertEqual(processorNames(try request("rs:auto:300:200")), ["vipsserve.resultCrop"])
+        XCTAssertEqual(processorNames(try request("rs:fill:300:200/g:sm")), [])
+        XCTAssertEqual(processorNames(try request("rs:fit:300:200")), [])
+        XCTAssertEqual(processorNames(try request("c:10/rot:90")), ["vipsload.rotate"], "the crop is the plan's")
     }
 
     func testLimits() throws {

@@ -1,9 +1,8 @@
 import VipsCore
 
-/// The parts of imgproxy's pipeline that the pipeline's own primitives do not
-/// cover, as processors run after the decode: the crop before resizing and
-/// the resize itself when the decode cannot do them (`FullSizeResize`), the
-/// result crop (`ResultCrop`), `Extend`, `Padding` and `Flatten`.
+/// The parts of imgproxy's pipeline after the planned decode (`ImgproxyPlan`:
+/// the crop before resizing and the resize), as processors: the result crop
+/// (`ResultCrop`), `Extend`, `Padding` and `Flatten`.
 ///
 /// Each computes imgproxy's sizes (`ImgproxyGeometry`) from the source's
 /// header, which the decoded bitmap carries, so the sizes are imgproxy's
