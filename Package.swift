@@ -101,7 +101,7 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         // The one lock type (TSan-visible, rank-checked in debug builds) and Dispatch helpers, below
         // every other Swift target: the decode core and the HTTP layer alike.
-        .target(name: "VipsSync"),
+        .target(name: "VipsSync", dependencies: ["CSystem"]),
         // Decode core: the only Swift that speaks C to the image libraries.
         .target(
             name: "VipsCore",
@@ -118,8 +118,11 @@ let package = Package(
         .target(name: "VipsSynthesis", dependencies: ["VipsCore", "CVipsShim"], path: "Sources/VipsSynthesis"),
         // The image server: libmicrohttpd's daemon, imgproxy's URLs and signatures (GLib's GHmac, through
         // CVipsShim), the source policy, response caches, metrics.
+        // The server's HTTP layer: libmicrohttpd's daemon, suspended connections, hang-ups and header
+        // deadlines. It knows nothing of images: neither the decode core nor CVipsShim.
+        .target(name: "VipsHTTP", dependencies: ["VipsSync", "CMicroHTTPD", "CSystem"]),
         .target(
-            name: "VipsServe", dependencies: ["VipsLoad", "VipsCore", "CMicroHTTPD", "CSystem", "CVipsShim"],
+            name: "VipsServe", dependencies: ["VipsHTTP", "VipsLoad", "VipsCore", "CVipsShim"],
             path: "Sources/VipsServe"),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(
@@ -146,7 +149,8 @@ let package = Package(
             name: "VipsLoadTests", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
             path: "Tests/VipsLoadTests"),
         .testTarget(
-            name: "VipsServeTests", dependencies: ["VipsServe", "VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
+            name: "VipsServeTests",
+            dependencies: ["VipsServe", "VipsHTTP", "VipsLoad", "VipsCore", "VipsSynthesis", "TestSupport"],
             path: "Tests/VipsServeTests"),
         .testTarget(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),

@@ -15,16 +15,6 @@
 /* mallopt and its M_* constants, for VipsRuntime.tuneAllocatorForImageWork (glibc). */
 #include <malloc.h>
 
-/* ---- threads ------------------------------------------------------------- */
-
-/* pthread_setname_np is a GNU extension: <pthread.h> declares it only under
-   _GNU_SOURCE, which Swift's Glibc module is not built with, so Swift cannot
-   see it. Declared here (glibc has exported it since 2.12); remove once the
-   Glibc module exposes it. The kernel keeps at most 15 bytes of a name. */
-#include <pthread.h>
-extern int pthread_setname_np(pthread_t thread, const char *name);
-static inline int vl_set_current_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
-
 /* ---- loading (header only until pixels are asked for) ------------------ */
 
 /* Load with one named loader (e.g. "jpegload_source"), never libvips' own

@@ -1,4 +1,5 @@
 import VipsCore
+import VipsHTTP
 
 /// The one place where a failure becomes an HTTP status and the text a
 /// client may see.

@@ -1,5 +1,6 @@
 import Foundation
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 /// The image URLs, in imgproxy's four steps: the URL is parsed and checked

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 /// What the HTTP layer calls: the checks every request passes (length,

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 /// An on-demand image server over an `ImagePipeline`: imgproxy's URL format,
@@ -46,7 +47,23 @@ public final class ImageServer: Sendable {
         self.configuration = configuration
         let router = ImageRouter(pipeline: pipeline, configuration: configuration)
         self.router = router
-        http = try HTTPServer(
+        let http: HTTPServer
+        do throws(HTTPServerError) {
+            http = try Self.listen(configuration, router)
+        } catch {
+            throw VipsError(error.kind == .invalidAddress ? .invalidArgument : .io, error.message)
+        }
+        self.http = http
+        router.attach(http)
+    }
+
+    /// The HTTP layer for `configuration`, listening.
+    private static func listen(
+        _ configuration: Configuration, _ router: ImageRouter
+    ) throws(HTTPServerError)
+        -> HTTPServer
+    {
+        try HTTPServer(
             configuration: HTTPServer.Configuration(
                 address: configuration.address, port: configuration.port,
                 maxConnections: configuration.maxConnections, maxConnectionsPerIP: configuration.maxConnectionsPerIP,
@@ -55,7 +72,6 @@ public final class ImageServer: Sendable {
                 listenBacklog: max(128, configuration.maxConnections),
                 headerTimeout: configuration.headerTimeout > .zero ? configuration.headerTimeout : nil),
             handler: router)
-        router.attach(http)
     }
 
     /// `duration` in whole seconds for libmicrohttpd, rounded up (a timeout

@@ -1,5 +1,6 @@
 import Foundation
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 /// One response to make: the pipeline request, how to encode its bitmap,

@@ -1,5 +1,6 @@
 import Foundation
 import VipsCore
+import VipsHTTP
 
 /// The images being made, one per `RepresentationKey`: identical requests
 /// in flight share one render (100 clients asking for one uncached thumbnail

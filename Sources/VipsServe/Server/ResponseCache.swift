@@ -1,5 +1,6 @@
 import Foundation
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 /// Encoded responses kept in memory, least recently used evicted first,

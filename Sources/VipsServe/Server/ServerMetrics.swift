@@ -1,5 +1,6 @@
 import Foundation
 import VipsCore
+import VipsHTTP
 import VipsLoad
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import TestSupport
 import VipsLoad
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 #if canImport(Glibc)

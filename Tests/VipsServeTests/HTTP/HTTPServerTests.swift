@@ -3,6 +3,7 @@ import TestSupport
 import VipsCore
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 /// The HTTP layer on its own: a real libmicrohttpd daemon on 127.0.0.1, a

@@ -5,6 +5,7 @@ import VipsLoad
 import VipsSynthesis
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 /// Image URLs end to end: a real `ImageServer` on 127.0.0.1 over a real

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 /// Coalescing, the queue bound and early leaves, on the table alone.

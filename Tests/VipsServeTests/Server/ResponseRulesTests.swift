@@ -2,6 +2,7 @@ import Foundation
 import VipsCore
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 /// The small rules behind responses: entity tags, `If-None-Match`, `Accept`

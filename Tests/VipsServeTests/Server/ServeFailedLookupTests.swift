@@ -4,6 +4,7 @@ import VipsLoad
 import VipsSynthesis
 import XCTest
 
+@testable import VipsHTTP
 @testable import VipsServe
 
 /// Issue 30, finding 1, as a client of the server saw it: with

@@ -1,5 +1,5 @@
 import Dispatch
-import VipsCore
+import VipsSync
 
 #if canImport(Glibc)
     import Glibc
@@ -45,7 +45,7 @@ import VipsCore
 /// notification, which takes the same lock to remove it, comes before
 /// libmicrohttpd closes the descriptor. So a descriptor number the kernel has
 /// since given to another connection is never touched.
-final class ConnectionDeadlines: Sendable {
+package final class ConnectionDeadlines: Sendable {
     /// Why the server closed a connection.
     enum Closing: Sendable {
         case headerDeadline
@@ -53,11 +53,17 @@ final class ConnectionDeadlines: Sendable {
     }
 
     /// Connections closed so far, by reason.
-    struct Counts: Sendable, Equatable {
+    package struct Counts: Sendable, Equatable {
         /// Closed at their header deadline.
-        var headerTimeouts = 0
+        package var headerTimeouts = 0
         /// Closed to make room for a new connection.
-        var evictions = 0
+        package var evictions = 0
+
+        /// No connection closed yet.
+        package init(headerTimeouts: Int = 0, evictions: Int = 0) {
+            self.headerTimeouts = headerTimeouts
+            self.evictions = evictions
+        }
     }
 
     /// Where a connection waits for a header: new (deadline `headerTimeout`
@@ -173,7 +179,7 @@ final class ConnectionDeadlines: Sendable {
     }
 
     /// Connections closed so far.
-    var counts: Counts { table.withLock { $0.counts } }
+    package var counts: Counts { table.withLock { $0.counts } }
 
     /// Open connections the server is not closing, on every network thread.
     var openConnections: Int { table.withLock { $0.workers.values.reduce(0) { $0 + $1.open } } }

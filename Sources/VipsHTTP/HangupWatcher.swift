@@ -2,7 +2,7 @@ import CMicroHTTPD
 import CSystem
 import Dispatch
 import Foundation
-import VipsCore
+import VipsSync
 
 #if canImport(Glibc)
     import Glibc
@@ -30,17 +30,18 @@ final class HangupWatcher: Sendable {
     private let stopped = LockedState(false)
 
     /// Starts the thread; `onHangup(id)` is called on it for each hang-up.
-    init(onHangup: @escaping @Sendable (UInt64) -> Void) throws(VipsError) {
+    init(onHangup: @escaping @Sendable (UInt64) -> Void) throws(HTTPServerError) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else {
-            throw VipsError(.io, "cannot create an epoll set to watch connections: \(String(cString: strerror(errno)))")
+            throw HTTPServerError(
+                .system, "cannot create an epoll set to watch connections: \(String(cString: strerror(errno)))")
         }
         wake = vl_eventfd()
         guard wake >= 0 else {
             let code = errno
             close(epoll)
-            throw VipsError(
-                .io, "cannot create an eventfd for the connection watcher: \(String(cString: strerror(code)))")
+            throw HTTPServerError(
+                .system, "cannot create an eventfd for the connection watcher: \(String(cString: strerror(code)))")
         }
         var event = epoll_event()
         event.events = EPOLLIN.rawValue

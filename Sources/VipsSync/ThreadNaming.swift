@@ -1,4 +1,4 @@
-import CVipsShim
+import CSystem
 
 /// Names the calling thread, as `ps -L`, `top -H`, debuggers and
 /// `/proc/self/task/*/comm` show it.

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Foundation
-import VipsCore
+import VipsSync
 
 #if canImport(Glibc)
     import Glibc
@@ -32,7 +32,7 @@ import VipsCore
 /// once no request is in flight; `answerSuspended(with:)` cancels the work
 /// of whatever is still suspended and answers it; `stop()` closes every connection and ends the
 /// threads (it must be called, and only once nothing is suspended).
-final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     private struct Table {
         var nextID: UInt64 = 0
         /// Requests whose request line arrived and whose completion has not.
@@ -46,14 +46,14 @@ final class HTTPServer: Sendable {
         var stopped = false
     }
 
-    let configuration: Configuration
+    package let configuration: Configuration
     /// The port the server listens on (the one the kernel chose for port 0).
-    var port: UInt16 { boundPort }
+    package var port: UInt16 { boundPort }
     private let handler: any HTTPHandler
     private let table = LockedState(Table())
     private let watcher: HangupWatcher
     /// Header deadlines and eviction (slowloris), told by libmicrohttpd's callbacks.
-    let deadlines: ConnectionDeadlines
+    package let deadlines: ConnectionDeadlines
     // Written once in init, before any other thread can see the server.
     nonisolated(unsafe) private var daemon: OpaquePointer?
     nonisolated(unsafe) private var boundPort: UInt16 = 0
@@ -67,7 +67,7 @@ final class HTTPServer: Sendable {
     ///
     /// - Throws: `.invalidArgument` for an address that is not an IP literal;
     ///   `.io` when the daemon cannot start (the port is taken, say).
-    init(configuration: Configuration, handler: any HTTPHandler) throws(VipsError) {
+    package init(configuration: Configuration, handler: any HTTPHandler) throws(HTTPServerError) {
         self.configuration = configuration
         self.handler = handler
         let table = self.table
@@ -117,8 +117,9 @@ final class HTTPServer: Sendable {
             logger.deinitialize(count: 1)
             retained.release()
             watcher.stop()
-            throw VipsError(
-                .io, "cannot listen on \(address.description) (the port may be in use, or the address not this host's)")
+            throw HTTPServerError(
+                .cannotListen,
+                "cannot listen on \(address.description) (the port may be in use, or the address not this host's)")
         }
         daemon = started
         self.retained = retained
@@ -130,10 +131,10 @@ final class HTTPServer: Sendable {
     }
 
     /// Requests in flight: their request line arrived, their response is not sent yet.
-    var activeRequests: Int { table.withLock { $0.active } }
+    package var activeRequests: Int { table.withLock { $0.active } }
 
     /// Connections open now.
-    var openConnections: Int {
+    package var openConnections: Int {
         guard let daemon, !table.withLock({ $0.stopped }) else { return 0 }
         return Int(vl_mhd_current_connections(daemon))
     }
@@ -142,7 +143,7 @@ final class HTTPServer: Sendable {
 
     /// Stops accepting connections; open connections are still served.
     /// Connections that arrive later are refused.
-    func quiesce() {
+    package func quiesce() {
         guard let daemon else { return }
         let alreadyQuiesced = table.withLock { $0.quiescedSocket != nil || $0.stopped }
         guard !alreadyQuiesced else { return }
@@ -155,7 +156,7 @@ final class HTTPServer: Sendable {
     }
 
     /// Returns true once no request is in flight, or false when `timeout` passes first.
-    func waitUntilIdle(timeout: Duration) async -> Bool {
+    package func waitUntilIdle(timeout: Duration) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let id = table.withLock { table -> UInt64? in
                 guard table.active > 0, !table.stopped else { return nil }
@@ -176,7 +177,7 @@ final class HTTPServer: Sendable {
 
     /// Cancels the work of every suspended request and answers it with the
     /// response `make()` gives (before `stop()`, which must not find any).
-    func answerSuspended(with make: () -> HTTPResponse?) {
+    package func answerSuspended(with make: () -> HTTPResponse?) {
         let suspended = table.withLock { Array($0.suspended.values) }
         for exchange in suspended {
             exchange.cancelWork()
@@ -185,7 +186,7 @@ final class HTTPServer: Sendable {
     }
 
     /// Closes every connection and ends the threads. Later calls do nothing.
-    func stop() {
+    package func stop() {
         guard let daemon else { return }
         let first = table.withLock { table -> Bool in
             defer { table.stopped = true }

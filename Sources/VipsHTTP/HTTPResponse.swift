@@ -9,21 +9,21 @@ import Foundation
 /// once (a cached thumbnail, a fixed error) is sent again and again without
 /// another copy. `Content-Length` and `Date` are added by libmicrohttpd; a
 /// `HEAD` request gets the same header fields and no body.
-final class HTTPResponse: @unchecked Sendable {
+package final class HTTPResponse: @unchecked Sendable {
     // @unchecked: the pointer is only read after init; libmicrohttpd locks its
     // own reference count when the response is queued or destroyed.
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
     /// The status code sent.
-    let status: Int
+    package let status: Int
     /// The body's length in bytes (also sent for `HEAD`, as `Content-Length`).
-    let bodyCount: Int
+    package let bodyCount: Int
     /// Whether the connection closes after this response (`Connection: close`).
-    let closesConnection: Bool
+    package let closesConnection: Bool
 
     /// A response of `status` with `body` and `headers` (names and values
     /// made by this program: one line each, no control characters); nil
     /// only when libmicrohttpd cannot allocate it.
-    init?(status: Int, body: Data = Data(), headers: [(String, String)] = [], closesConnection: Bool = false) {
+    package init?(status: Int, body: Data = Data(), headers: [(String, String)] = [], closesConnection: Bool = false) {
         let made = body.withUnsafeBytes { bytes -> OpaquePointer? in
             // MUST_COPY: the bytes are copied now, so `body` need not outlive the response.
             MHD_create_response_from_buffer(
@@ -48,7 +48,7 @@ final class HTTPResponse: @unchecked Sendable {
     }
 
     /// A short plain-text response (errors, health): `text` and a newline.
-    static func text(
+    package static func text(
         _ status: Int, _ text: String, headers: [(String, String)] = [], closesConnection: Bool = false
     ) -> HTTPResponse? {
         HTTPResponse(

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Foundation
-import VipsCore
+import VipsSync
 
 /// One request on one connection, from its request line to its completion:
 /// the context libmicrohttpd keeps for the request (made by the URI logger,

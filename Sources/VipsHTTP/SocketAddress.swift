@@ -1,5 +1,5 @@
 import Foundation
-import VipsCore
+import VipsSync
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +17,7 @@ struct SocketAddress: CustomStringConvertible {
     /// `literal` ("127.0.0.1", "0.0.0.0", "::", "::1") at `port`.
     ///
     /// - Throws: `.invalidArgument` when `literal` is not an IP address.
-    init(_ literal: String, port: UInt16) throws(VipsError) {
+    init(_ literal: String, port: UInt16) throws(HTTPServerError) {
         var v4 = in_addr()
         var v6 = in6_addr()
         if inet_pton(AF_INET, literal, &v4) == 1 {
@@ -37,7 +37,7 @@ struct SocketAddress: CustomStringConvertible {
             isIPv6 = true
             description = "[\(literal)]:\(port)"
         } else {
-            throw VipsError(.invalidArgument, "'\(literal)' is not an IPv4 or IPv6 address")
+            throw HTTPServerError(.invalidAddress, "'\(literal)' is not an IPv4 or IPv6 address")
         }
     }
 

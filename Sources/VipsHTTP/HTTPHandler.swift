@@ -3,7 +3,7 @@
 /// Its methods run on libmicrohttpd's thread, so they must not block:
 /// anything slow is deferred (`.later`) to an async function whose task the
 /// HTTP layer owns.
-protocol HTTPHandler: Sendable {
+package protocol HTTPHandler: Sendable {
     /// Answers `request` now, or defers it.
     func handle(_ request: borrowing HTTPRequest) -> HTTPHandling
     /// One call per request that reached the handler or was answered by
@@ -15,7 +15,7 @@ protocol HTTPHandler: Sendable {
 }
 
 /// A handler's decision for one request.
-enum HTTPHandling {
+package enum HTTPHandling {
     /// Send this now; `note` goes to the access log (a cache tier, say).
     /// Nil (libmicrohttpd could not allocate a response) closes the connection.
     case respond(HTTPResponse?, note: String?)
@@ -29,33 +29,33 @@ enum HTTPHandling {
 }
 
 /// What deferred work answers a request with.
-struct HTTPAnswer: Sendable {
+package struct HTTPAnswer: Sendable {
     /// The response; nil closes the connection unanswered (no memory for a response).
-    var response: HTTPResponse?
+    package var response: HTTPResponse?
     /// For the access log (a cache tier, say).
-    var note: String?
+    package var note: String?
 
-    init(_ response: HTTPResponse?, note: String? = nil) {
+    package init(_ response: HTTPResponse?, note: String? = nil) {
         self.response = response
         self.note = note
     }
 }
 
 /// A finished request, for logs and metrics.
-struct HTTPCompletion: Sendable {
+package struct HTTPCompletion: Sendable {
     /// The method, or "-" when the handler never saw the request.
-    var method: String
+    package var method: String
     /// The request target as sent.
-    var target: String
-    var clientAddress: String
+    package var target: String
+    package var clientAddress: String
     /// The status sent (0 when nothing was sent).
-    var status: Int
+    package var status: Int
     /// Body bytes of the response (not sent for `HEAD`).
-    var bytes: Int
+    package var bytes: Int
     /// From the request line to the end of the response.
-    var seconds: Double
+    package var seconds: Double
     /// The handler's note (cache tier), if any.
-    var note: String?
+    package var note: String?
     /// The client went away before the whole answer was sent.
-    var clientGone: Bool
+    package var clientGone: Bool
 }

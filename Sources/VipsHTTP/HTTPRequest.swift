@@ -8,22 +8,22 @@ import Foundation
 /// Not `Sendable`, and only valid during `HTTPHandler.handle(_:)`: header
 /// fields are read from the connection, which libmicrohttpd owns. Copy what
 /// later work needs into values of its own.
-struct HTTPRequest: ~Copyable {
+package struct HTTPRequest: ~Copyable {
     /// The method as sent (`GET`, `HEAD`, ...).
-    let method: String
+    package let method: String
     /// The request target as sent: path and query, not percent-decoded.
-    let target: String
+    package let target: String
     /// The client's address, for logs ("127.0.0.1", "::1").
-    let clientAddress: String
+    package let clientAddress: String
     let connection: OpaquePointer
 
     /// The value of the header field `name` (case-insensitive), or nil.
-    func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
     /// The target's path: the part before any `?`.
-    var path: Substring {
+    package var path: Substring {
         target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
     }
 }
