@@ -1,0 +1,159 @@
+import Foundation
+import TestSupport
+import VipsCore
+import VipsServe
+import VipsSynthesis
+import XCTest
+
+/// `vipsload serve` against the hostile review's findings (issue 30), as a
+/// user runs it: a real child process, real connections, real files.
+final class ServeHardeningTests: XCTestCase {
+    /// Ended and released in `tearDown` (XCTest keeps what a teardown block captures until the run ends).
+    private var children: [ServeChild] = []
+    private var folders: [URL] = []
+
+    override func tearDown() {
+        for child in children { child.stop() }
+        children = []
+        for folder in folders { try? FileManager.default.removeItem(at: folder) }
+        folders = []
+    }
+
+    private func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ServeChild {
+        let child = try ServeChild(arguments, environment: environment)
+        children.append(child)
+        return child
+    }
+
+    /// A new empty folder, removed in `tearDown`.
+    private func folder(_ name: String) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-\(name)-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        folders.append(folder)
+        return folder
+    }
+
+    /// A folder with `photo.png` (64×48) in it.
+    private func imageRoot() throws -> URL {
+        let root = try folder("serve-root")
+        try ImageSynthesizer.data(width: 64, height: 48, seed: 3, format: .png())
+            .write(to: root.appendingPathComponent("photo.png"))
+        return root
+    }
+
+    /// `text` written to a file with permissions `mode`.
+    private func secretFile(_ text: String, mode: Int, in folder: URL, name: String) throws -> String {
+        let path = folder.appendingPathComponent(name).path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        return path
+    }
+
+    /// The child's command line as the kernel shows it to every local user.
+    private func commandLine(of child: ServeChild) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(child.process.processIdentifier)/cmdline"))
+        return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\0", with: " ")
+    }
+
+    // imgproxy's documented example pair: key "secret", salt "hello".
+    private let keyHex = "736563726574"
+    private let saltHex = "68656c6c6f"
+    private let path = "/w:20/plain/local:///photo.png@png"
+
+    private func signed(_ path: String, key: String, salt: String, size: Int = 32) throws -> String {
+        let signing = try URLSigningKey(hexKey: key, hexSalt: salt, signatureSize: size)
+        return "/" + signing.signature(forPath: path) + path
+    }
+
+    // MARK: - Finding 5: secrets not only on the command line
+
+    func testKeysFromFilesVerifySignedURLsAndStayOffTheCommandLine() throws {
+        let root = try imageRoot()
+        let secrets = try folder("serve-secrets")
+        let keyFile = try secretFile(keyHex + "\n", mode: 0o600, in: secrets, name: "key")
+        let saltFile = try secretFile(saltHex + "\r\n\n", mode: 0o600, in: secrets, name: "salt")
+        let child = try start(["--root", root.path, "--key-file", keyFile, "--salt-file", saltFile])
+        let connection = try TestConnection(port: child.port)
+        XCTAssertEqual(try connection.request(try signed(path, key: keyHex, salt: saltHex)).status, 200)
+        XCTAssertEqual(try connection.request("/insecure\(path)").status, 403, "the key is checked")
+        XCTAssertEqual(try connection.request(try signed(path, key: keyHex, salt: "00")).status, 403)
+        let commandLine = try commandLine(of: child)
+        XCTAssertTrue(commandLine.contains("--key-file"), commandLine)
+        XCTAssertFalse(commandLine.contains(keyHex), commandLine)
+        XCTAssertFalse(commandLine.contains(saltHex), commandLine)
+        XCTAssertFalse(child.stderr.contains("warning"), "files only the owner reads: \(child.stderr)")
+    }
+
+    func testKeysFromImgproxysEnvironmentVerifyAndFlagsOverrideThem() throws {
+        let root = try imageRoot()
+        // Two pairs (a rotation), comma-separated as imgproxy reads them.
+        let environment = ["IMGPROXY_KEY": "aa00,\(keyHex)", "IMGPROXY_SALT": "bb00,\(saltHex)"]
+        let child = try start(["--root", root.path], environment: environment)
+        let connection = try TestConnection(port: child.port)
+        XCTAssertEqual(try connection.request(try signed(path, key: keyHex, salt: saltHex)).status, 200)
+        XCTAssertEqual(try connection.request(try signed(path, key: "aa00", salt: "bb00")).status, 200)
+        XCTAssertEqual(try connection.request("/insecure\(path)").status, 403)
+        XCTAssertFalse(try commandLine(of: child).contains(keyHex))
+
+        // IMGPROXY_SIGNATURE_SIZE: truncated signatures, and only those.
+        var truncated = environment
+        truncated["IMGPROXY_SIGNATURE_SIZE"] = "8"
+        let short = try start(["--root", root.path], environment: truncated)
+        let shortConnection = try TestConnection(port: short.port)
+        XCTAssertEqual(
+            try shortConnection.request(try signed(path, key: keyHex, salt: saltHex, size: 8)).status, 200)
+        XCTAssertEqual(try shortConnection.request(try signed(path, key: keyHex, salt: saltHex)).status, 403)
+
+        // A flag wins over the variable.
+        let flagged = try start(["--root", root.path, "--key", "cc00", "--salt", "dd00"], environment: environment)
+        let flaggedConnection = try TestConnection(port: flagged.port)
+        XCTAssertEqual(try flaggedConnection.request(try signed(path, key: keyHex, salt: saltHex)).status, 403)
+        XCTAssertEqual(try flaggedConnection.request(try signed(path, key: "cc00", salt: "dd00")).status, 200)
+    }
+
+    func testBadKeyFilesAndVariablesAreUsageErrorsNamingTheirOrigin() throws {
+        let secrets = try folder("serve-secrets")
+        let salt = try secretFile(saltHex, mode: 0o600, in: secrets, name: "salt")
+        let empty = try secretFile("\n\n", mode: 0o600, in: secrets, name: "empty")
+        let notHex = try secretFile("not-hex\n", mode: 0o600, in: secrets, name: "nothex")
+        let missing = secrets.appendingPathComponent("missing").path
+        for (arguments, expected) in [
+            (["--key-file", missing, "--salt-file", salt], "--key-file \(missing): cannot be read"),
+            (["--key-file", secrets.path, "--salt-file", salt], "--key-file \(secrets.path): cannot be read"),
+            (["--key-file", empty, "--salt-file", salt], "--key-file \(empty): the file is empty"),
+            (["--key-file", notHex, "--salt-file", salt], "--key-file \(notHex): the key is not hex"),
+            (["--key-file", salt], "keys and salts come in pairs (1 keys, 0 salts)"),
+            (["--key", keyHex, "--salt-file", salt, "--signature-size", "33"], "--signature-size takes")
+        ] {
+            let result = try CLIHarness.run(["serve", "--port", "0"] + arguments)
+            XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
+        }
+        for (environment, expected) in [
+            (["IMGPROXY_KEY": "zz", "IMGPROXY_SALT": saltHex], "IMGPROXY_KEY: the key is not hex"),
+            (["IMGPROXY_KEY": keyHex], "keys and salts come in pairs (1 keys, 0 salts)"),
+            (
+                ["IMGPROXY_KEY": keyHex, "IMGPROXY_SALT": saltHex, "IMGPROXY_SIGNATURE_SIZE": "0"],
+                "IMGPROXY_SIGNATURE_SIZE"
+            )
+        ] {
+            // An address it cannot bind: were the variable ignored, the command would exit 1, not run on.
+            let result = try CLIHarness.run(
+                ["serve", "--port", "0", "--bind", "not-an-address"], environment: environment)
+            XCTAssertEqual(result.status, 2, "\(environment): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(expected), "\(environment): \(result.stderr)")
+        }
+    }
+
+    func testAKeyFileOthersMayReadGetsAWarning() throws {
+        let secrets = try folder("serve-secrets")
+        let key = try secretFile(keyHex, mode: 0o644, in: secrets, name: "key")
+        let salt = try secretFile(saltHex, mode: 0o600, in: secrets, name: "salt")
+        let child = try start(["--key-file", key, "--salt-file", salt])
+        let warnings = child.stderr.split(separator: "\n").filter { $0.contains("warning") }
+        XCTAssertEqual(
+            warnings,
+            ["vipsload serve: warning: --key-file \(key): the file may be read by its group or others (chmod 600 it)"],
+            child.stderr)
+    }
+}
