@@ -156,4 +156,26 @@ final class ServeHardeningTests: XCTestCase {
             ["vipsload serve: warning: --key-file \(key): the file may be read by its group or others (chmod 600 it)"],
             child.stderr)
     }
+
+    // MARK: - Finding 6: one signed image has one URL
+
+    func testASignedImageHasOneURL() throws {
+        let root = try imageRoot()
+        let child = try start(["--root", root.path, "--key", keyHex, "--salt", saltHex])
+        let connection = try TestConnection(port: child.port)
+        let url = try signed(path, key: keyHex, salt: saltHex)
+        let signature = String(url.dropFirst().prefix(43))
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let last = try XCTUnwrap(alphabet.firstIndex(of: try XCTUnwrap(signature.last)))
+        var served: [String] = []
+        for bits in 0..<4 {
+            let spelling = String(signature.dropLast()) + String(alphabet[last & ~3 | bits])
+            if try connection.request("/\(spelling)\(path)").status == 200 { served.append(spelling) }
+        }
+        XCTAssertEqual(served, [signature], "one spelling of the signature")
+        for (suffix, status) in [("?utm=1", 403), ("#x", 403), ("%00", 403), ("\u{1B}[31m", 400), ("\u{1}", 400)] {
+            XCTAssertEqual(try connection.request(url + suffix).status, status, suffix.debugDescription)
+        }
+        XCTAssertEqual(try connection.request(url).status, 200)
+    }
 }

@@ -59,8 +59,15 @@ public struct URLSigningKey: Sendable, Hashable {
 
     /// Whether `signature` is this key's signature of `path`, compared in
     /// constant time (the time does not depend on where the bytes differ).
+    ///
+    /// Only the canonical spelling verifies: base64url's last character may
+    /// carry bits no byte uses, and a signature whose unused bits are not zero
+    /// is refused, so one signed image has one URL (a CDN keys its cache by
+    /// the URL).
     public func verifies(_ signature: String, path: String) -> Bool {
-        guard let given = Self.bytes(base64URL: signature), given.count == signatureSize else { return false }
+        guard let given = Self.bytes(base64URL: signature), given.count == signatureSize,
+            Self.base64URL(given) == signature
+        else { return false }
         let expected = digest(forPath: path)
         var difference: UInt8 = 0
         for index in 0..<signatureSize { difference |= given[index] ^ expected[index] }
