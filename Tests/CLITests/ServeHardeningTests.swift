@@ -178,4 +178,27 @@ final class ServeHardeningTests: XCTestCase {
         }
         XCTAssertEqual(try connection.request(url).status, 200)
     }
+
+    // MARK: - Finding 7: log injection
+
+    func testTheTextLogEscapesWhatTheClientSent() throws {
+        let child = try start([])
+        let connection = try TestConnection(port: child.port)
+        // A quote and a forged field, ESC sequences (clear screen, red), a bare CR, bytes that are not UTF-8.
+        var target = Data("/insecure/marker\" 200 0 0.0ms memory\" fake \u{1B}[2J\u{1B}[31m\r".utf8)
+        target += [0xFF, 0xFE, 0xC3]
+        target += Data("/end\\x".utf8)
+        try connection.send(data: Data("GET ".utf8) + target + Data(" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        _ = try connection.readResponse()
+        let line = try XCTUnwrap(child.waitForLine(containing: "marker"), child.stderr)
+        XCTAssertTrue(
+            line.utf8.allSatisfy { (0x20...0x7E).contains($0) }, "printable ASCII only: \(line.debugDescription)")
+        let escapedQuotes = line.components(separatedBy: "\\\"").count - 1
+        XCTAssertEqual(line.filter { $0 == "\"" }.count - escapedQuotes, 2, "only the two quotes of the field: \(line)")
+        XCTAssertTrue(
+            line.contains(
+                #"/insecure/marker\" 200 0 0.0ms memory\" fake \x1B[2J\x1B[31m\x0D\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD/end\\x" "#
+            ),
+            line)
+    }
 }
