@@ -201,4 +201,25 @@ final class ServeHardeningTests: XCTestCase {
             ),
             line)
     }
+
+    // MARK: - A root that holds the system's files
+
+    func testARootHoldingTheSystemsFilesGetsAWarning() throws {
+        let link = try folder("serve-link").appendingPathComponent("to-etc")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "/etc")
+        for root in ["/", "/etc", "/usr/share", "/proc", "/home", link.path] {
+            let child = try start(["--root", root])
+            let warnings = child.stderr.split(separator: "\n").filter { $0.contains("warning") }
+            XCTAssertEqual(warnings.count, 1, "\(root): \(child.stderr)")
+            XCTAssertTrue(
+                warnings.first?.hasPrefix("vipsload serve: warning: --root '\(root)' serves the system's files")
+                    ?? false,
+                child.stderr)
+            child.stop()
+        }
+        for root in [try imageRoot().path, "/tmp"] {
+            let child = try start(["--root", root])
+            XCTAssertFalse(child.stderr.contains("warning"), "\(root): \(child.stderr)")
+        }
+    }
 }

@@ -34,7 +34,8 @@ enum ServeCommand {
                                 0.0.0.0 or :: for every interface)
           --port N              the port (default 8080; 0 picks a free one, as printed)
           --root DIR            where local:/// sources are read from (nothing outside it;
-                                without it local sources get 403)
+                                without it local sources get 403; a warning for /, /etc,
+                                /usr and other folders of the system's files)
           --allow-source PATTERN
                                 admit http(s):// sources whose host matches PATTERN: a host
                                 name, *.example.com for its subdomains, an address, and an
@@ -192,6 +193,26 @@ enum ServeCommand {
         }
     }
 
+    /// System folders no image root should be, or be inside of.
+    static let systemFolders = [
+        "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run", "/root"
+    ]
+    /// Folders that hold every user's or every service's files: no root should be one (inside is fine).
+    static let sharedFolders = ["/home", "/var"]
+
+    /// A warning for a `--root` that serves the system's files: `/`, a system
+    /// folder or a folder inside one, or `/home` or `/var` themselves
+    /// (symbolic links resolved first).
+    static func rootWarning(_ root: String) -> String? {
+        let real = URL(fileURLWithPath: root).resolvingSymlinksInPath().standardizedFileURL.path
+        let isSystem =
+            real == "/" || sharedFolders.contains(real)
+            || systemFolders.contains { real == $0 || real.hasPrefix($0 + "/") }
+        guard isSystem else { return nil }
+        return "--root '\(root)' serves the system's files (\(real)) to anyone who can reach the server; "
+            + "give it a folder of images"
+    }
+
     /// The configurations the flags describe.
     static func options(_ parsed: ArgumentParser.Parsed) throws(ArgumentParser.UsageError) -> Options {
         let resources = SystemResources.current
@@ -240,7 +261,8 @@ enum ServeCommand {
         }
         let rules = try urls(ServeSettings(parsed), root: root)
         server.urls = rules.parser
-        let warnings = rules.warnings
+        var warnings = rules.warnings
+        if let root, let warning = rootWarning(root) { warnings.append(warning) }
         pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly
         let scope =
             IsolationFlags.Scope(rawValue: try parsed.choice("isolate", ["optin", "all", "none"], default: "optin"))
