@@ -222,4 +222,42 @@ final class ServeHardeningTests: XCTestCase {
             XCTAssertFalse(child.stderr.contains("warning"), "\(root): \(child.stderr)")
         }
     }
+
+    // MARK: - Finding 8: a disk cache that cannot be written
+
+    /// `name`'s value in the Prometheus text of `/metrics`.
+    private func metric(_ name: String, _ connection: TestConnection) throws -> Double? {
+        let text = try connection.request("/metrics").text
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    func testACacheFolderThatCannotBeWrittenIsCountedAndLoggedOnce() throws {
+        let root = try imageRoot()
+        let cache = try folder("serve-cache")
+        let child = try start(["--root", root.path, "--cache-dir", cache.path])
+        let connection = try TestConnection(port: child.port)
+        XCTAssertEqual(try metric("vipsload_cache_write_failures_total", connection), 0)
+        // As root a read-only mode does not stop a write: the entries folder becomes a file instead.
+        let entries = cache.appendingPathComponent("entries")
+        var isFolder: ObjCBool = false
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: entries.path, isDirectory: &isFolder) && isFolder.boolValue)
+        try FileManager.default.removeItem(at: entries)
+        try Data("not a folder".utf8).write(to: entries)
+        for width in [10, 20, 30] {
+            let response = try connection.request("/insecure/w:\(width)/plain/local:///photo.png@png")
+            XCTAssertEqual(response.status, 200, "served, though not cached")
+            XCTAssertFalse(response.text.contains(cache.path))
+        }
+        XCTAssertNotNil(child.waitForLine(containing: "disk cache: cannot store"), child.stderr)
+        let deadline = Date().addingTimeInterval(30)
+        while try metric("vipsload_cache_write_failures_total", connection) != 3, Date() < deadline {
+            usleep(10_000)
+        }
+        XCTAssertEqual(try metric("vipsload_cache_write_failures_total", connection), 3)
+        let lines = child.stderr.split(separator: "\n").filter { $0.contains("disk cache: cannot store") }
+        XCTAssertEqual(lines.count, 1, child.stderr)
+        XCTAssertTrue(lines.first?.contains(cache.path) ?? false, "the line names the folder: \(child.stderr)")
+    }
 }

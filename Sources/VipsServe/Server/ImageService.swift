@@ -40,7 +40,7 @@ final class ImageService: HTTPHandler {
         self.pipeline = pipeline
         self.configuration = configuration
         responses = ResponseCache(byteLimit: configuration.responseCacheBytes)
-        processed = configuration.diskCache.map { ProcessedCache(disk: $0) }
+        processed = configuration.diskCache.map { ProcessedCache(disk: $0, log: configuration.log) }
         renders = RenderTable(limit: configuration.queueLimit)
     }
 
@@ -112,7 +112,8 @@ final class ImageService: HTTPHandler {
             gauges: ServerMetrics.Gauges(
                 queueDepth: renders.count, queueLimit: renders.limit, activeRequests: http.requests,
                 openConnections: http.connections, responseCacheBytes: responses.totalBytes,
-                responseCacheEntries: responses.count, draining: isDraining))
+                responseCacheEntries: responses.count, draining: isDraining,
+                cacheWriteFailures: processed?.writeFailures ?? 0))
     }
 
     // MARK: - Images
