@@ -156,7 +156,7 @@ let package = Package(
             name: "VipsBenchTests", dependencies: ["VipsBench", "VipsLoad", "VipsCore"], path: "Tests/VipsBenchTests"),
         // Runs the built `vipsload` binary as a user would.
         .testTarget(
-            name: "CLITests", dependencies: ["VipsCore", "VipsSynthesis", "vipsload", "TestSupport"],
+            name: "CLITests", dependencies: ["VipsCore", "VipsServe", "VipsSynthesis", "vipsload", "TestSupport"],
             path: "Tests/CLITests")
     ],
     swiftLanguageModes: [.v6]

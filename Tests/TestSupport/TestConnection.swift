@@ -52,7 +52,11 @@ public final class TestConnection {
 
     /// Sends `bytes` as they are.
     public func send(_ bytes: String) throws {
-        let data = Data(bytes.utf8)
+        try send(data: Data(bytes.utf8))
+    }
+
+    /// Sends `data` as it is (bytes that are not UTF-8, too).
+    public func send(data: Data) throws {
         let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == data.count else { throw Failure(description: "send: \(sent) of \(data.count) bytes") }
     }

@@ -16,6 +16,7 @@ extension PipelineEngine {
         let unit = SharedWork<ImageResponse>(
             priority: request.priority, retainsValue: false, finishesWithoutSubscribers: true)
         if request.readsMemoryCache, resizesFromLargerCachedImages, request.key.isPlainFit,
+            !request.request.options.contains(.disableResizingFromLargerCachedImages),
             let larger = memoryCache?.largerBitmap(for: request.key)
         {
             enqueueDecode(unit, request, .bitmap(larger), &effects)

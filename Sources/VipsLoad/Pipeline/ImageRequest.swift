@@ -160,6 +160,14 @@ public struct ImageRequest: Sendable, Hashable, CustomStringConvertible {
         /// decoded on the decode lane at `.veryLow` priority, behind final
         /// decodes, and never cached. Not part of the cache key.
         public static let progressivePreviews = Options(rawValue: 1 << 8)
+        /// Never make this request's bitmap by downscaling a larger cached
+        /// bitmap of the same source (`Configuration.resizesFromLargerCachedImages`),
+        /// so its pixels depend only on the source and the request, not on what
+        /// was cached before: such a downscale is close to a fresh decode but not
+        /// byte-identical. A server whose strong `ETag` names the bytes needs
+        /// this. A bitmap cached under the request's own key is still used. Not
+        /// part of the cache key.
+        public static let disableResizingFromLargerCachedImages = Options(rawValue: 1 << 9)
 
         /// The switches that change how the data is loaded: requests that
         /// differ in them never share a load or a decode.

@@ -58,6 +58,8 @@ public struct ProcessingRequest: Sendable {
         if let background = options.background { processors.append(ProcessingSteps.Flatten(background: background)) }
         request.processors = processors
         if output.keepsMetadata { request.options.insert(.keepMetadata) }
+        // The strong ETag names the bytes: never a downscale of whatever larger bitmap is cached.
+        request.options.insert(.disableResizingFromLargerCachedImages)
         imageRequest = request
     }
 

@@ -12,8 +12,11 @@ import VipsLoad
 /// a `ProcessingURLError` carrying its HTTP status (400, 403, 404 or 415).
 ///
 /// The path is read as received, still percent-encoded (a server must hand it
-/// over undecoded), and its query, if any, is ignored, as imgproxy does. As
-/// imgproxy, the parser first undoes what proxies do to such paths (`%3A` for
+/// over undecoded). A raw control byte anywhere in the target is refused
+/// (400; encoded ones in a source URL are the `SourcePolicy`'s 403). With
+/// signing keys, everything the client sent must be covered by the signature:
+/// a query or a fragment is refused (403); without keys a query is ignored,
+/// as imgproxy does. As imgproxy, the parser first undoes what proxies do to such paths (`%3A` for
 /// `:` in the options, `scheme:/` for `scheme://` in a plain source URL), then
 /// checks the signature over the result.
 public struct ProcessingURLParser: Sendable {
@@ -77,6 +80,12 @@ public struct ProcessingURLParser: Sendable {
         // they are, whatever follows them (a Character-wise split would keep "/" with a
         // combining mark after it whole).
         var path = Array(target.utf8)[...]
+        guard !path.contains(where: \.isASCIIControl) else {
+            throw ProcessingURLError(.malformedURL, "the URL has a control character")
+        }
+        if !signingKeys.isEmpty, path.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            throw ProcessingURLError(.badSignature, "a query or fragment is not covered by the signature")
+        }
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
         guard path.first == UInt8(ascii: "/") else {
             throw ProcessingURLError(.malformedURL, "the path does not start with /")
@@ -251,4 +260,6 @@ public struct ProcessingURLParser: Sendable {
 
 extension UInt8 {
     var isASCIILetter: Bool { (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) }
+    /// C0 controls (NUL, ESC, CR, LF…) and DEL.
+    var isASCIIControl: Bool { self < 0x20 || self == 0x7F }
 }

@@ -7,53 +7,70 @@ import VipsCore
 ///
 /// The signature of a path is HMAC-SHA256, keyed with `key`, over `salt`
 /// followed by the path after the signature segment (from its leading `/`),
-/// encoded as URL-safe base64 without padding: 43 characters. The digest is
-/// GLib's `GHmac` (linked through libvips). Only full-size signatures are
-/// made and accepted (imgproxy's default `IMGPROXY_SIGNATURE_SIZE` of 32 bytes;
-/// a truncated signature is refused).
+/// encoded as URL-safe base64 without padding: 43 characters for the whole
+/// digest. The digest is GLib's `GHmac` (linked through libvips). As imgproxy's
+/// `IMGPROXY_SIGNATURE_SIZE`, `signatureSize` keeps only the digest's first
+/// bytes (default all 32); a signature of another length is refused.
 public struct URLSigningKey: Sendable, Hashable {
     /// The HMAC key.
     public let key: [UInt8]
     /// The bytes written before the path.
     public let salt: [UInt8]
+    /// How many of the digest's bytes a signature carries, 1–32 (imgproxy's
+    /// `IMGPROXY_SIGNATURE_SIZE`; default 32, the whole digest).
+    public let signatureSize: Int
 
     /// A pair from raw bytes; neither may be empty.
     ///
-    /// - Throws: `.invalidArgument` for an empty key or salt.
-    public init(key: [UInt8], salt: [UInt8]) throws(VipsError) {
+    /// - Throws: `.invalidArgument` for an empty key or salt, or a
+    ///   `signatureSize` outside 1–32.
+    public init(key: [UInt8], salt: [UInt8], signatureSize: Int = 32) throws(VipsError) {
         guard !key.isEmpty, !salt.isEmpty else {
             throw VipsError(.invalidArgument, "a URL signing key and salt must not be empty")
         }
+        guard (1...Self.digestLength).contains(signatureSize) else {
+            throw VipsError(
+                .invalidArgument, "a URL signature size is 1 to \(Self.digestLength) bytes, not \(signatureSize)")
+        }
         self.key = key
         self.salt = salt
+        self.signatureSize = signatureSize
     }
 
     /// A pair from hex text, as imgproxy's configuration gives them (`736563726574`).
     ///
-    /// - Throws: `.invalidArgument` for text that is not an even number of hex digits, or empty.
-    public init(hexKey: String, hexSalt: String) throws(VipsError) {
+    /// - Throws: `.invalidArgument` for text that is not an even number of hex
+    ///   digits, or empty; a `signatureSize` outside 1–32.
+    public init(hexKey: String, hexSalt: String, signatureSize: Int = 32) throws(VipsError) {
         guard let key = Self.bytes(hex: hexKey) else {
             throw VipsError(.invalidArgument, "the URL signing key is not hex")
         }
         guard let salt = Self.bytes(hex: hexSalt) else {
             throw VipsError(.invalidArgument, "the URL signing salt is not hex")
         }
-        try self.init(key: key, salt: salt)
+        try self.init(key: key, salt: salt, signatureSize: signatureSize)
     }
 
     /// The signature of `path` (the part of the URL after the signature segment,
     /// starting with `/`; one is put first when it does not), as it goes in the URL.
     public func signature(forPath path: String) -> String {
-        Self.base64URL(digest(forPath: path))
+        Self.base64URL(Array(digest(forPath: path).prefix(signatureSize)))
     }
 
     /// Whether `signature` is this key's signature of `path`, compared in
     /// constant time (the time does not depend on where the bytes differ).
+    ///
+    /// Only the canonical spelling verifies: base64url's last character may
+    /// carry bits no byte uses, and a signature whose unused bits are not zero
+    /// is refused, so one signed image has one URL (a CDN keys its cache by
+    /// the URL).
     public func verifies(_ signature: String, path: String) -> Bool {
-        guard let given = Self.bytes(base64URL: signature), given.count == Self.digestLength else { return false }
+        guard let given = Self.bytes(base64URL: signature), given.count == signatureSize,
+            Self.base64URL(given) == signature
+        else { return false }
         let expected = digest(forPath: path)
         var difference: UInt8 = 0
-        for index in 0..<Self.digestLength { difference |= given[index] ^ expected[index] }
+        for index in 0..<signatureSize { difference |= given[index] ^ expected[index] }
         return difference == 0
     }
 

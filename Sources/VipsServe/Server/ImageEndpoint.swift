@@ -29,7 +29,7 @@ final class ImageEndpoint: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         responses = ResponseCache(byteLimit: configuration.responseCacheBytes)
-        processed = configuration.diskCache.map { ProcessedCache(disk: $0) }
+        processed = configuration.diskCache.map { ProcessedCache(disk: $0, log: configuration.log) }
         renders = RenderTable(limit: configuration.queueLimit)
         source = IsolationSource(pipeline: pipeline, isolation: configuration.isolation)
     }

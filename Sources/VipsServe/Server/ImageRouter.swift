@@ -103,6 +103,7 @@ final class ImageRouter: HTTPHandler {
             gauges: ServerMetrics.Gauges(
                 queueDepth: images.renders.count, queueLimit: images.renders.limit, activeRequests: http.requests,
                 openConnections: http.connections, responseCacheBytes: images.responses.totalBytes,
-                responseCacheEntries: images.responses.count, draining: isDraining, closedConnections: http.closed))
+                responseCacheEntries: images.responses.count, draining: isDraining, closedConnections: http.closed,
+                cacheWriteFailures: images.processed?.writeFailures ?? 0))
     }
 }

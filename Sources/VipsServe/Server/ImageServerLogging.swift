@@ -59,11 +59,36 @@ public struct AccessLogEntry: Sendable, Hashable, Codable {
 
     /// One line: ISO 8601 time, client, method and target, status, bytes,
     /// milliseconds, cache tier ("-" for none).
+    ///
+    /// What the client sent (client address, method, target) is escaped as
+    /// nginx escapes its log: `"` as `\"`, `\` as `\\`, and every byte
+    /// outside printable ASCII as `\xHH`, so a request can neither forge a
+    /// field nor send a terminal escape code.
     public var text: String {
         let milliseconds = String(format: "%.1f", seconds * 1000)
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(time)
         return
-            "\(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(time)) \(client) \"\(method) \(target)\" \(status) \(bytes) "
+            "\(time) \(Self.escaped(client)) \"\(Self.escaped(method)) \(Self.escaped(target))\" \(status) \(bytes) "
             + "\(milliseconds)ms \(cache ?? "-")"
+    }
+
+    /// `text` with `"` and `\` backslash-escaped and every byte outside
+    /// printable ASCII (controls, DEL, each byte of a non-ASCII character) as `\xHH`.
+    static func escaped(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes += [UInt8(ascii: "\\"), byte]
+            case 0x20...0x7E:
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// One JSON object on one line, keys sorted.

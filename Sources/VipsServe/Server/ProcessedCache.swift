@@ -11,14 +11,26 @@ import VipsLoad
 /// entry made from a remote source is stored with an expiry (the response's
 /// `max-age`) and is a miss after it. Reads and writes block on file I/O, so
 /// they run on a queue of their own, never on Swift's cooperative pool or a
-/// network thread. Failures to store cost only the caching.
+/// network thread. Failures to store cost only the caching, but are never
+/// silent: each is counted (`writeFailures`, `/metrics`'
+/// `vipsload_cache_write_failures_total`) and the first is logged, then at
+/// most one a minute (a folder that cannot be written fails every store).
 final class ProcessedCache: Sendable {
     let disk: DiskCache
+    private let log: (any ImageServerLogging)?
     private let queue = DispatchQueue(label: "vipsload-serve-cache", qos: .userInitiated, attributes: .concurrent)
+    /// Failed stores so far, and when one was last logged.
+    private let failures = LockedState<(count: Int, lastLogged: ContinuousClock.Instant?)>((0, nil))
+    /// The least time between two log lines about failed stores.
+    static let logInterval: Duration = .seconds(60)
 
-    init(disk: DiskCache) {
+    init(disk: DiskCache, log: (any ImageServerLogging)? = nil) {
         self.disk = disk
+        self.log = log
     }
+
+    /// Stores that failed so far.
+    var writeFailures: Int { failures.withLock { $0.count } }
 
     /// The stored bytes for `key`, if any and fresh.
     func bytes(for key: String) async -> Data? {
@@ -37,12 +49,31 @@ final class ProcessedCache: Sendable {
     /// Stores `data` under `key` in the background; `lifetime` (seconds) for
     /// entries that expire, nil for entries that stay valid.
     func store(_ data: Data, for key: String, contentType: String, lifetime: Int?) {
-        queue.async { [disk] in
+        queue.async { [self] in
             let metadata = lifetime.map {
                 HTTPCacheMetadata(expiresAt: Date().addingTimeInterval(TimeInterval($0)), contentType: contentType)
             }
-            _ = try? disk.store(data, for: key, http: metadata)
+            do throws(VipsError) {
+                _ = try disk.store(data, for: key, http: metadata)
+            } catch {
+                self.noteFailure(error)
+            }
         }
+    }
+
+    /// Counts a failed store; logs it when it is the first, or the first for `logInterval`.
+    private func noteFailure(_ error: VipsError) {
+        let now = ContinuousClock.now
+        let count = failures.withLock { state -> Int? in
+            state.count += 1
+            if let last = state.lastLogged, now - last < Self.logInterval { return nil }
+            state.lastLogged = now
+            return state.count
+        }
+        guard let count, let log else { return }
+        log.event(
+            "disk cache: cannot store responses in \(disk.configuration.directory.path) (\(error.message)); "
+                + "serving without caching them (\(count) failed so far; logged at most once a minute)")
     }
 
     /// Waits until the stores started so far are done (for shutdown and tests).

@@ -67,6 +67,8 @@ final class ServerMetrics: Sendable {
         /// Connections the server closed before their header was complete
         /// (counters the HTTP layer keeps).
         var closedConnections = ConnectionDeadlines.Counts()
+        /// Responses the disk cache failed to store (a counter, read at exposition time).
+        var cacheWriteFailures: Int = 0
     }
 
     /// The exposition text of everything.
@@ -101,6 +103,9 @@ final class ServerMetrics: Sendable {
         text.family(
             "vipsload_cache_hits_total", "counter", "Responses served from a cache of encoded responses, by tier",
             [("tier=\"memory\"", Double(counts.memoryHits)), ("tier=\"disk\"", Double(counts.diskHits))])
+        text.counter(
+            "vipsload_cache_write_failures_total", "Responses the disk cache failed to store (they were still served)",
+            gauges.cacheWriteFailures)
         text.counter("vipsload_renders_total", "Distinct images made (cache misses)", counts.renders)
         text.counter("vipsload_not_modified_total", "Answers of 304 Not Modified", counts.notModified)
         text.counter("vipsload_rejected_total", "Requests refused with 429 because the queue was full", counts.rejected)

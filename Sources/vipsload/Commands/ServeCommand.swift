@@ -14,7 +14,8 @@ import VipsServe
 enum ServeCommand {
     static let usage = """
         usage: vipsload serve [--bind ADDRESS] [--port N] [--root DIR] [--allow-source PATTERN]...
-                              [--allow-private-sources] [--key HEX --salt HEX]... [--timeout S] [--drain-timeout S]
+                              [--allow-private-sources] [--key HEX --salt HEX]... [--key-file PATH --salt-file PATH]...
+                              [--signature-size N] [--timeout S] [--drain-timeout S]
                               [--queue N] [--jobs N] [--max-age S] [--memory-cache MB]
                               [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
                               [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
@@ -33,7 +34,8 @@ enum ServeCommand {
                                 0.0.0.0 or :: for every interface)
           --port N              the port (default 8080; 0 picks a free one, as printed)
           --root DIR            where local:/// sources are read from (nothing outside it;
-                                without it local sources get 403)
+                                without it local sources get 403; a warning for /, /etc,
+                                /usr and other folders of the system's files)
           --allow-source PATTERN
                                 admit http(s):// sources whose host matches PATTERN: a host
                                 name, *.example.com for its subdomains, an address, and an
@@ -45,7 +47,16 @@ enum ServeCommand {
                                 a redirect: SSRF), for tests and intranets
           --key HEX, --salt HEX check URL signatures (HMAC-SHA256 over salt + path, as imgproxy);
                                 a bad or missing one gets 403. Repeat both for several pairs
-                                (key rotation). Without a key any signature is accepted
+                                (key rotation). Without a key any signature is accepted.
+                                Other users can read a command line: prefer the files or
+                                the environment for real secrets
+          --key-file PATH, --salt-file PATH
+                                read the keys (salts) from PATH, one hex value a line
+                                (repeatable; a file others may read gets a warning)
+          --signature-size N    bytes of the HMAC a signature carries, 1-32 (default 32)
+
+          Without these flags, imgproxy's IMGPROXY_KEY and IMGPROXY_SALT (comma-separated
+          pairs) and IMGPROXY_SIGNATURE_SIZE are read from the environment.
           --timeout S           a request not answered within S seconds gets 504: loading,
                                 decoding and encoding (default 10)
           --drain-timeout S     how long requests in flight may take after SIGTERM (default 10)
@@ -97,12 +108,15 @@ enum ServeCommand {
         var quiet: Bool
         var isolation: IsolationFlags.Settings
         var workerArguments: [String]
+        /// Lines for stderr before the server starts (a key file others may read).
+        var warnings: [String] = []
     }
 
     static func run(_ arguments: [String]) async throws(ArgumentParser.UsageError) -> Int32 {
         let parser = ArgumentParser(
             valueOptions: DecoderFlags.valueOptions.union([
-                "bind", "port", "root", "allow-source", "key", "salt", "timeout", "drain-timeout", "queue", "jobs",
+                "bind", "port", "root", "allow-source", "key", "salt", "key-file", "salt-file", "signature-size",
+                "timeout", "drain-timeout", "queue", "jobs",
                 "max-age", "memory-cache",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
                 "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
@@ -117,6 +131,7 @@ enum ServeCommand {
             throw ArgumentParser.UsageError(description: "unexpected argument '\(parsed.positional[0])'")
         }
         var options = try self.options(parsed)
+        for warning in options.warnings { Terminal.err("vipsload serve: warning: \(warning)") }
         let log = ServeLog(format: options.logFormat, logsRequests: !options.quiet)
         options.server.log = log
         if let folder = parsed.value("cache-dir") {
@@ -162,33 +177,45 @@ enum ServeCommand {
         return 0
     }
 
-    /// The URL rules the flags describe: signing keys, the local root, the
-    /// source patterns.
+    /// The URL rules the flags (and imgproxy's variables) describe: signing
+    /// keys, the local root, the source patterns; and the warnings about them.
     static func urls(
-        _ parsed: ArgumentParser.Parsed, root: String?
+        _ settings: ServeSettings, root: String?
     ) throws(ArgumentParser.UsageError)
-        -> ProcessingURLParser
+        -> (parser: ProcessingURLParser, warnings: [String])
     {
-        let keys = parsed.values("key")
-        let salts = parsed.values("salt")
-        guard keys.count == salts.count else {
-            throw ArgumentParser.UsageError(
-                description: "--key and --salt come in pairs (\(keys.count) keys, \(salts.count) salts)")
-        }
+        let (signingKeys, warnings) = try settings.signingKeys()
         do throws(VipsError) {
-            var signingKeys: [URLSigningKey] = []
-            for (key, salt) in zip(keys, salts) {
-                signingKeys.append(try URLSigningKey(hexKey: key, hexSalt: salt))
-            }
             var patterns: [SourcePattern] = []
-            for pattern in parsed.values("allow-source") {
+            for pattern in settings.parsed.values("allow-source") {
                 patterns.append(try SourcePattern(pattern))
             }
-            return ProcessingURLParser(
+            let parser = ProcessingURLParser(
                 signingKeys: signingKeys, sources: try SourcePolicy(localRoot: root, allowedSources: patterns))
+            return (parser, warnings)
         } catch {
             throw ArgumentParser.UsageError(description: error.message)
         }
+    }
+
+    /// System folders no image root should be, or be inside of.
+    static let systemFolders = [
+        "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run", "/root"
+    ]
+    /// Folders that hold every user's or every service's files: no root should be one (inside is fine).
+    static let sharedFolders = ["/home", "/var"]
+
+    /// A warning for a `--root` that serves the system's files: `/`, a system
+    /// folder or a folder inside one, or `/home` or `/var` themselves
+    /// (symbolic links resolved first).
+    static func rootWarning(_ root: String) -> String? {
+        let real = URL(fileURLWithPath: root).resolvingSymlinksInPath().standardizedFileURL.path
+        let isSystem =
+            real == "/" || sharedFolders.contains(real)
+            || systemFolders.contains { real == $0 || real.hasPrefix($0 + "/") }
+        guard isSystem else { return nil }
+        return "--root '\(root)' serves the system's files (\(real)) to anyone who can reach the server; "
+            + "give it a folder of images"
     }
 
     /// The configurations the flags describe.
@@ -240,7 +267,10 @@ enum ServeCommand {
                 throw ArgumentParser.UsageError(description: "--root: '\(root)' is not a folder")
             }
         }
-        server.urls = try urls(parsed, root: root)
+        let rules = try urls(ServeSettings(parsed), root: root)
+        server.urls = rules.parser
+        var warnings = rules.warnings
+        if let root, let warning = rootWarning(root) { warnings.append(warning) }
         pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly
         let scope =
             IsolationFlags.Scope(rawValue: try parsed.choice("isolate", ["optin", "all", "none"], default: "optin"))
@@ -258,6 +288,6 @@ enum ServeCommand {
                 ?? .text,
             quiet: parsed.flag("quiet"),
             isolation: IsolationFlags.Settings(scope: scope, timeoutSeconds: timeout, workerMemory: workerMemory),
-            workerArguments: workerArguments)
+            workerArguments: workerArguments, warnings: warnings)
     }
 }

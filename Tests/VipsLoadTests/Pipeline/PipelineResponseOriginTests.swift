@@ -64,4 +64,24 @@ final class PipelineResponseOriginTests: NetworkTestCase {
         let again = try await pipeline.response(for: ImageRequest(path: path, size: .maxPixelSize(64)))
         XCTAssertEqual(again.origin, .memoryCache)
     }
+
+    func testARequestThatDisablesResizingFromLargerBitmapsIsDecodedAsIfNothingWereCached() async throws {
+        let folder = try ImageFolder()
+        let path = try folder.jpeg("photo", width: 640, height: 480)
+        let fresh = try await ImagePipeline.testing().response(for: ImageRequest(path: path, size: .maxPixelSize(64)))
+        let pipeline = ImagePipeline.testing()
+        _ = try await pipeline.response(for: ImageRequest(path: path, size: .maxPixelSize(256)))
+        var request = ImageRequest(path: path, size: .maxPixelSize(64))
+        request.options.insert(.disableResizingFromLargerCachedImages)
+        let smaller = try await pipeline.response(for: request)
+        XCTAssertEqual(smaller.origin, .load)
+        XCTAssertEqual(pipeline.metrics.memoryResizes, 0)
+        XCTAssertEqual(pipeline.metrics.decodesStarted, 2)
+        XCTAssertEqual(
+            smaller.bitmap.withUnsafeBytes { Data($0) }, fresh.bitmap.withUnsafeBytes { Data($0) },
+            "the bytes of a decode with nothing cached")
+        // Its own size, cached, is still a memory hit.
+        let again = try await pipeline.response(for: request)
+        XCTAssertEqual(again.origin, .memoryCache)
+    }
 }
