@@ -88,6 +88,8 @@ private final class DataCall: Sendable {
             return (state.continuation, state.ticket)
         }
         if let ticket { engine.cancel(ticket) }
+        // A call still waiting is a request cancelled before it completed, as `ImageTask.cancel()` counts one.
+        if continuation != nil { engine.metrics.cancelled.add(1, ordering: .relaxed) }
         continuation?.resume(returning: .failure(.cancelled(source.description)))
     }
 }

@@ -64,6 +64,14 @@ struct ErrorStatus: Error, Sendable, Hashable {
     static let queueFull = ErrorStatus(429, "too many images are being made; retry shortly")
     /// 503: the server is draining.
     static let draining = ErrorStatus(503, "the server is shutting down")
+    /// 422: the render needs more memory than the server's whole memory
+    /// budget (`ImageServer.Configuration.memoryBudget`), so it could never
+    /// run. imgproxy answers 422 Unprocessable Entity for a source it will
+    /// not process because of its size (`IMGPROXY_MAX_SRC_RESOLUTION`);
+    /// this is the same kind of refusal, of this URL's result with this
+    /// source, not a malformed request (400) nor a body too large (413).
+    static let overMemoryBudget = ErrorStatus(
+        422, "the image is too large to make within the server's memory budget (ask for a smaller size)")
     /// 504: the request's time ran out.
     static let timedOut = ErrorStatus(504, "the origin or the decode timed out")
     /// 499 (nginx's code, never sent): the client hung up before the answer.

@@ -21,6 +21,8 @@ final class ImageEndpoint: Sendable {
     let responses: ResponseCache
     let processed: ProcessedCache?
     let renders: RenderTable
+    /// The memory budget renders are admitted within.
+    let admission: MemoryAdmission
     private let source: IsolationSource
     private let queueFull = ErrorStatus.queueFull.response(headers: [("Retry-After", "1")])
 
@@ -31,6 +33,11 @@ final class ImageEndpoint: Sendable {
         responses = ResponseCache(byteLimit: configuration.responseCacheBytes)
         processed = configuration.diskCache.map { ProcessedCache(disk: $0, log: configuration.log) }
         renders = RenderTable(limit: configuration.queueLimit)
+        admission = MemoryAdmission(
+            budget: configuration.memoryBudget
+                ?? ImageServer.Configuration.defaultMemoryBudget(
+                    responseCacheBytes: configuration.responseCacheBytes,
+                    memoryCacheBytes: pipeline.memoryCache?.costLimit ?? 0))
         source = IsolationSource(pipeline: pipeline, isolation: configuration.isolation)
     }
 
@@ -128,8 +135,14 @@ final class ImageEndpoint: Sendable {
             return .response(response, tier: "disk")
         }
         metrics.record { $0.renders += 1 }
+        let admitted: (request: ImageRequest, ticket: MemoryAdmission.Ticket, data: ImageData?)
+        switch await admit(job) {
+        case .success(let value): admitted = value
+        case .failure(let status): return .failure(status)
+        }
+        defer { withExtendedLifetime(admitted.data) { admitted.ticket.release() } }
         do throws(VipsError) {
-            let encoded = try await encode(job)
+            let encoded = try await encode(job, admitted.request)
             guard let response = job.response(body: encoded.data, format: encoded.format.imageFormat) else {
                 return .failure(ErrorStatus(500, "internal error"))
             }
@@ -143,9 +156,76 @@ final class ImageEndpoint: Sendable {
         }
     }
 
-    /// The bitmap of `job`, encoded on the pipeline's threads.
-    private func encode(_ job: RenderJob) async throws(VipsError) -> EncodedImage {
+    /// Loads `job`'s source bytes (a local file or in-memory source is used
+    /// as it is), reads their header and waits until the memory the render
+    /// needs fits in the budget. Returns the request to decode, reading
+    /// those same bytes, the admission ticket, and the loaded data (kept
+    /// alive until the render ends).
+    private func admit(
+        _ job: RenderJob
+    ) async -> Result<(request: ImageRequest, ticket: MemoryAdmission.Ticket, data: ImageData?), ErrorStatus> {
         var request = job.request
+        var data: ImageData?
+        let input: ImageInput
+        if let path = request.source.filePath {
+            input = .file(path)
+        } else if case .data(let bytes, _) = request.source.location {
+            input = .data(bytes)
+        } else {
+            do throws(VipsError) {
+                let loaded = try await pipeline.data(for: request)
+                data = loaded
+                input = loaded.input
+            } catch {
+                return .failure(ErrorStatus(error))
+            }
+            switch input {
+            case .file(let path):
+                // A download's file: its bitmap is not worth keeping under that name, and messages name the URL.
+                request.source = ImageSource.file(path).named(job.request.source.description)
+                request.options.insert(.disableMemoryCacheWrites)
+            case .data(let bytes):
+                request.source = ImageSource.data(bytes, identifier: job.request.source.key)
+                    .named(job.request.source.description)
+            }
+        }
+        let header: ImageInfo
+        if let isolation = configuration.isolation, isolation.isolates(await source.sniff(input)) {
+            // Never parsed here: the worker decodes it, and only the result comes back. Estimated as
+            // an image the size of the box (4096 px for a free side) that is not enlarged.
+            let side = { (pixels: Int) in pixels > 0 ? pixels : 4096 }
+            header = ImageInfo(
+                width: side(job.geometry.width), height: side(job.geometry.height), format: .png, bands: 4,
+                hasAlpha: true, orientation: 1, pages: 1)
+        } else {
+            let decoder = ImageDecoder(options: pipeline.configuration.decodeOptions)
+            let probed = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<ImageInfo, VipsError>, Never>) in
+                source.files.async {
+                    continuation.resume(returning: Result { () throws(VipsError) in try decoder.info(input) })
+                }
+            }
+            switch probed {
+            case .success(let info): header = info
+            case .failure(let error): return .failure(ErrorStatus(error))
+            }
+        }
+        let estimate = RenderMemoryEstimate(info: header, geometry: job.geometry, format: job.knownFormat)
+        do throws(MemoryAdmission.Refusal) {
+            let ticket = try await admission.acquire(estimate.bytes)
+            return .success((request, ticket, data))
+        } catch {
+            switch error {
+            case .overBudget: return .failure(.overMemoryBudget)
+            case .cancelled: return .failure(.clientGone)
+            }
+        }
+    }
+
+    /// The bitmap of `request` (`job`'s, reading the bytes `admit` loaded;
+    /// from the pipeline, or the isolated decoder), encoded on the pipeline's threads.
+    private func encode(_ job: RenderJob, _ request: ImageRequest) async throws(VipsError) -> EncodedImage {
+        var request = request
         if job.keepsMetadata { request.options.insert(.keepMetadata) }
         let bitmap = try await source.bitmap(for: request)
         return try await pipeline.encode(
@@ -200,7 +280,7 @@ final class ImageEndpoint: Sendable {
                 key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
                 request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
                 background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
-                isRemote: source.filePath == nil))
+                isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)))
     }
 }
 

@@ -104,6 +104,6 @@ final class ImageRouter: HTTPHandler {
                 queueDepth: images.renders.count, queueLimit: images.renders.limit, activeRequests: http.requests,
                 openConnections: http.connections, responseCacheBytes: images.responses.totalBytes,
                 responseCacheEntries: images.responses.count, draining: isDraining, closedConnections: http.closed,
-                cacheWriteFailures: images.processed?.writeFailures ?? 0))
+                cacheWriteFailures: images.processed?.writeFailures ?? 0, admission: images.admission.snapshot))
     }
 }

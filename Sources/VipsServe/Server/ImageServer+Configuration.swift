@@ -64,6 +64,16 @@ extension ImageServer {
         /// used evicted; a response over a tenth of it is not kept); 0 for
         /// none. Default a tenth of the memory limit, at most 256 MiB.
         public var responseCacheBytes = min(SystemResources.current.memoryLimit / 10, 256 << 20)
+        /// Bytes the renders running at once may hold together, as estimated
+        /// from each source's header before it is decoded (the decoded and
+        /// resized bitmaps and the encoder's working memory). A render that
+        /// does not fit waits in line (first come, first served) until enough
+        /// is released, or its `requestTimeout` runs out (504); one that needs
+        /// more than the whole budget gets 422 at once. nil for the default:
+        /// half of what the memory limit (`SystemResources.current.memoryLimit`,
+        /// the container's where there is one) leaves after the response cache
+        /// and the pipeline's memory cache (`defaultMemoryBudget`).
+        public var memoryBudget: Int?
         /// Where encoded responses are kept between runs (so a restarted
         /// server makes nothing it made before); nil for no disk cache.
         /// Default nil.
@@ -87,5 +97,13 @@ extension ImageServer {
 
         /// The defaults, as each property documents.
         public init() {}
+
+        /// Half of what `memoryLimit` leaves after `responseCacheBytes` and
+        /// `memoryCacheBytes` (the pipeline's decoded bitmaps), at least 64 MiB.
+        public static func defaultMemoryBudget(
+            memoryLimit: Int = SystemResources.current.memoryLimit, responseCacheBytes: Int, memoryCacheBytes: Int
+        ) -> Int {
+            max(64 << 20, (memoryLimit - max(0, responseCacheBytes) - max(0, memoryCacheBytes)) / 2)
+        }
     }
 }

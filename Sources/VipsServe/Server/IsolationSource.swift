@@ -87,7 +87,7 @@ struct IsolationSource: Sendable {
     }
 
     /// The format the first bytes of `input` name (a file's read on the files queue).
-    private func sniff(_ input: ImageInput) async -> ImageFormat? {
+    func sniff(_ input: ImageInput) async -> ImageFormat? {
         switch input {
         case .data(let bytes):
             return ImageFormat.sniff(bytes.prefix(64))

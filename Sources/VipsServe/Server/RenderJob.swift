@@ -37,6 +37,14 @@ struct RenderJob: Sendable {
     let variesByAccept: Bool
     /// Whether the source is remote: its cached responses live at most `maxAge`.
     let isRemote: Bool
+    /// The URL's geometry, for the render's memory estimate.
+    let geometry: RenderMemoryEstimate.Geometry
+
+    /// The format the render is encoded in, when it is known before the decode.
+    var knownFormat: OutputFormat? {
+        if case .format(let format) = encoding { return format }
+        return nil
+    }
 
     /// The header fields every answer of this job carries (200 and 304 alike).
     var headers: [(String, String)] {

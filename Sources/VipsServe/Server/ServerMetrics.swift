@@ -69,6 +69,7 @@ final class ServerMetrics: Sendable {
         var closedConnections = ConnectionDeadlines.Counts()
         /// Responses the disk cache failed to store (a counter, read at exposition time).
         var cacheWriteFailures: Int = 0
+        var admission: MemoryAdmission.Snapshot
     }
 
     /// The exposition text of everything.
@@ -131,6 +132,18 @@ final class ServerMetrics: Sendable {
         text.gauge(
             "vipsload_response_cache_bytes", "Body bytes in the memory cache of responses", gauges.responseCacheBytes)
         text.gauge("vipsload_response_cache_entries", "Responses in the memory cache", gauges.responseCacheEntries)
+        text.gauge(
+            "vipsload_memory_admission_budget_bytes", "Estimated bytes the renders running at once may hold",
+            gauges.admission.budget)
+        text.gauge(
+            "vipsload_memory_admission_bytes", "Estimated bytes held by the renders admitted now",
+            gauges.admission.bytesInUse)
+        text.gauge(
+            "vipsload_memory_admission_waiters", "Renders waiting for their estimated memory to fit the budget",
+            gauges.admission.waiters)
+        text.counter(
+            "vipsload_memory_admission_refusals_total",
+            "Renders refused with 422 because they need more than the whole memory budget", gauges.admission.refusals)
         text.gauge("vipsload_draining", "1 while the server drains before exiting", gauges.draining ? 1 : 0)
         text.gauge("process_resident_memory_bytes", "Resident memory size in bytes", Self.residentBytes())
         text.family(

@@ -17,7 +17,7 @@ enum ServeCommand {
                               [--allow-private-sources] [--key HEX --salt HEX]... [--key-file PATH --salt-file PATH]...
                               [--signature-size N] [--timeout S] [--drain-timeout S]
                               [--queue N] [--jobs N] [--max-age S] [--memory-cache MB]
-                              [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
+                              [--memory-budget MB] [--cache-dir DIR] [--cache-size MB] [--max-source-bytes N] [--max-pixels N]
                               [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
                               [--max-connections N] [--max-connections-per-ip N] [--connection-timeout S]
                               [--header-timeout S] [--downloads N] [--threads N] [--log-format text|json] [--quiet]
@@ -68,6 +68,10 @@ enum ServeCommand {
                                 URLs, 3600 otherwise)
           --memory-cache MB     encoded responses kept in memory (default a tenth of the memory
                                 limit, at most 256); decoded bitmaps get a quarter of that more
+          --memory-budget MB    memory the images being made may hold at once, estimated from
+                                each source's header before decoding (default half of what the
+                                memory limit leaves after the caches); an image that does not
+                                fit waits its turn, one that needs more than all of it gets 422
           --cache-dir DIR       keep encoded responses on disk in DIR, so a restarted server
                                 makes nothing it made before (several servers may share one)
           --cache-size MB       the disk cache's size limit (default 1024)
@@ -117,7 +121,7 @@ enum ServeCommand {
             valueOptions: DecoderFlags.valueOptions.union([
                 "bind", "port", "root", "allow-source", "key", "salt", "key-file", "salt-file", "signature-size",
                 "timeout", "drain-timeout", "queue", "jobs",
-                "max-age", "memory-cache",
+                "max-age", "memory-cache", "memory-budget",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
                 "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
             ]),
@@ -239,6 +243,9 @@ enum ServeCommand {
         let memoryMegabytes = try parsed.int(
             "memory-cache", default: server.responseCacheBytes >> 20, in: 0...1_048_576)
         server.responseCacheBytes = memoryMegabytes << 20
+        if parsed.value("memory-budget") != nil {
+            server.memoryBudget = try parsed.int("memory-budget", default: 0, in: 1...16_777_216) << 20
+        }
         server.maxConnections = try parsed.int("max-connections", default: server.maxConnections, in: 1...1_000_000)
         server.maxConnectionsPerIP = try parsed.int(
             "max-connections-per-ip", default: server.maxConnectionsPerIP, in: 0...1_000_000)
