@@ -12,10 +12,10 @@ import VipsLoad
 /// a `ProcessingURLError` carrying its HTTP status (400, 403, 404 or 415).
 ///
 /// The path is read as received, still percent-encoded (a server must hand it
-/// over undecoded). A raw control byte anywhere in the target is refused
+/// over undecoded). A raw control byte or `#` anywhere in the target is refused
 /// (400; encoded ones in a source URL are the `SourcePolicy`'s 403). With
 /// signing keys, everything the client sent must be covered by the signature:
-/// a query or a fragment is refused (403); without keys a query is ignored,
+/// a query is refused (403); without keys a query is ignored,
 /// as imgproxy does. As imgproxy, the parser first undoes what proxies do to such paths (`%3A` for
 /// `:` in the options, `scheme:/` for `scheme://` in a plain source URL), then
 /// checks the signature over the result.
@@ -83,8 +83,14 @@ public struct ProcessingURLParser: Sendable {
         guard !path.contains(where: \.isASCIIControl) else {
             throw ProcessingURLError(.malformedURL, "the URL has a control character")
         }
-        if !signingKeys.isEmpty, path.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
-            throw ProcessingURLError(.badSignature, "a query or fragment is not covered by the signature")
+        // A request target never carries a fragment (RFC 9112 §3.2; clients strip it), so a raw `#`
+        // is refused in every mode: it would otherwise be read as part of an option or a source.
+        guard !path.contains(UInt8(ascii: "#")) else {
+            throw ProcessingURLError(
+                .malformedURL, "the URL has a raw '#' (a fragment is never sent; encode it as %23)")
+        }
+        if !signingKeys.isEmpty, path.contains(UInt8(ascii: "?")) {
+            throw ProcessingURLError(.badSignature, "a query is not covered by the signature")
         }
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
         guard path.first == UInt8(ascii: "/") else {

@@ -211,7 +211,9 @@ final class ProcessingURLParserTests: XCTestCase {
         XCTAssertEqual(options("background:1:2:3")?.background, Colour(red: 1, green: 2, blue: 3))
         XCTAssertEqual(options("bg:0255:0:0")?.background, Colour(red: 255, green: 0, blue: 0))
         XCTAssertNil(options("bg:fff/bg:")?.background)
-        assertOptionRefused("bg:#fff")
+        // A raw `#` is no option text at all: a client never sends one (refused before the options are read).
+        assertOptionRefused("bg:#fff", .malformedURL, naming: "#")
+        assertOptionRefused("bg:%23fff")
         assertOptionRefused("bg:ffff")
         assertOptionRefused("bg:gggggg")
         assertOptionRefused("bg:1:2")

@@ -69,8 +69,13 @@ final class URLSignatureTests: XCTestCase {
         let signed = try parser(keys: [key])
         let url = "/\(exampleSignature)\(examplePath)"
         XCTAssertNoThrow(try signed.parseURL(url))
-        // A query or a fragment: not signed, so each would be another URL for one signed image.
-        for suffix in ["?utm=1", "?", "#x", "#"] { assertRefused(signed, url + suffix) }
+        // A query: not signed, so each would be another URL for one signed image.
+        for suffix in ["?utm=1", "?"] { assertRefused(signed, url + suffix) }
+        // A raw `#` is never part of a request target: 400 in every mode.
+        for suffix in ["#x", "#"] {
+            assertRefused(signed, url + suffix, .malformedURL)
+            assertRefused(try parser(keys: []), url + suffix, .malformedURL)
+        }
         // An encoded NUL after the path is part of what is signed, so the signature fails.
         assertRefused(signed, url + "%00")
         // Raw control bytes, anywhere, in every mode: 400.
@@ -147,5 +152,30 @@ final class URLSignatureTests: XCTestCase {
             }
         }
         XCTAssertEqual(try URLSigningKey(hexKey: "0aFf", hexSalt: "10").key, [0x0A, 0xFF])
+    }
+
+    /// The URL fuzz target's finding (30-minute run): a raw `#` inside an
+    /// option parsed unsigned, but its canonical path, signed, was refused as
+    /// "a fragment". A raw `#` is now refused in every mode, and whatever the
+    /// unsigned parser accepts, signed canonically, verifies.
+    func testEveryURLTheUnsignedParserTakesVerifiesSignedCanonically() throws {
+        let unsigned = try parser(keys: [])
+        let signed = try parser(keys: [key])
+        let crasher = try XCTUnwrap(
+            Data(
+                base64Encoded:
+                    "L2luc2Vjdenp6enp6S9jYjrp6enp6enpJenp6enp6S7pX+np6ejp6S4uOU1lbUZyI2Vl6enp6W5zZWPp6enp6enp6enp6enp6elyZS9wbGFpbi9sb2NhbDovLy9zZWVkLnBuZw=="
+            ))
+        let targets = [
+            String(decoding: crasher, as: UTF8.self), "/insecure/w:100/bg:ff#00/plain/local:///a.png",
+            "/insecure/w:100/wm:0.5:ce%23/plain/local:///a.png", "/insecure/w:100/plain/local:///a%23b.png"
+        ]
+        for target in targets {
+            guard let url = try? unsigned.parseURL(target) else { continue }
+            let path = url.canonicalPathAfterSignature
+            XCTAssertNoThrow(
+                try signed.parseURL("/\(key.signature(forPath: path))\(path)"), "\(target) → \(path)")
+        }
+        assertRefused(unsigned, String(decoding: crasher, as: UTF8.self), .malformedURL)
     }
 }
