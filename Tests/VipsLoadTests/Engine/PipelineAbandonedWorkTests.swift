@@ -15,6 +15,16 @@ final class PipelineAbandonedWorkTests: XCTestCase {
     private final class DecodeHold: Sendable {
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
+
+        /// Holds every decode of `pipeline` from now on.
+        init(_ pipeline: ImagePipeline) {
+            pipeline.engine.decodeObserver.withLock {
+                $0 = { [started, release] _ in
+                    started.signal()
+                    release.wait()
+                }
+            }
+        }
     }
 
     private func pipeline(stopsAbandonedWork: Bool, decodeConcurrency: Int) -> ImagePipeline {
@@ -33,13 +43,7 @@ final class PipelineAbandonedWorkTests: XCTestCase {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 320, height: 240)
         let pipeline = pipeline(stopsAbandonedWork: true, decodeConcurrency: 2)
-        let hold = DecodeHold()
-        pipeline.engine.decodeObserver.withLock {
-            $0 = { _ in
-                hold.started.signal()
-                hold.release.wait()
-            }
-        }
+        let hold = DecodeHold(pipeline)
         let request = ImageRequest(path: path, size: .maxPixelSize(80))
         let abandoned = pipeline.imageTask(with: request)
         await waitUntil("the decode is running") { hold.started.wait(timeout: .now()) == .success }
@@ -70,13 +74,7 @@ final class PipelineAbandonedWorkTests: XCTestCase {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 320, height: 240)
         let pipeline = pipeline(stopsAbandonedWork: false, decodeConcurrency: 2)
-        let hold = DecodeHold()
-        pipeline.engine.decodeObserver.withLock {
-            $0 = { _ in
-                hold.started.signal()
-                hold.release.wait()
-            }
-        }
+        let hold = DecodeHold(pipeline)
         let request = ImageRequest(path: path, size: .maxPixelSize(80))
         let abandoned = pipeline.imageTask(with: request)
         await waitUntil("the decode is running") { hold.started.wait(timeout: .now()) == .success }
@@ -98,13 +96,7 @@ final class PipelineAbandonedWorkTests: XCTestCase {
         let folder = try ImageFolder()
         let path = try folder.jpeg("photo", width: 320, height: 240)
         let pipeline = pipeline(stopsAbandonedWork: true, decodeConcurrency: 1)
-        let hold = DecodeHold()
-        pipeline.engine.decodeObserver.withLock {
-            $0 = { _ in
-                hold.started.signal()
-                hold.release.wait()
-            }
-        }
+        let hold = DecodeHold(pipeline)
         let width = 3000
         let height = 2000
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
