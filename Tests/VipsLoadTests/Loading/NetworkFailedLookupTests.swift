@@ -29,20 +29,11 @@ final class NetworkFailedLookupTests: XCTestCase {
     }
 
     private func runInOwnNetworkNamespace(addressPolicy: Bool) throws {
-        let unshare = "/usr/bin/unshare"
-        guard FileManager.default.isExecutableFile(atPath: unshare) else {
-            throw XCTSkip("needs \(unshare) (util-linux) to resolve a name in a network namespace of its own")
-        }
-        // Creating a network namespace needs CAP_SYS_ADMIN (root, as in CI).
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: unshare)
-        probe.arguments = ["-n", "sh", "-c", "ip link set lo up"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
-        probe.waitUntilExit()
-        guard probe.terminationStatus == 0 else {
-            throw XCTSkip("`unshare -n` with `ip link set lo up` failed (needs root or CAP_SYS_ADMIN, and iproute2)")
+        let launcher: [String]
+        do {
+            launcher = try NetworkNamespace.launcher()
+        } catch {
+            throw XCTSkip(error.description)
         }
         let directory = NetworkFixtures.makeDirectory("failed-lookup")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -51,7 +42,7 @@ final class NetworkFailedLookupTests: XCTestCase {
             environment: [
                 "VIPSLOAD_TEST_DIR": directory.path, "VIPSLOAD_TEST_POLICY": addressPolicy ? "1" : "0"
             ],
-            launcher: [unshare, "-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+            launcher: launcher)
         defer { child.kill() }
         let line = try XCTUnwrap(
             child.waitForReport(timeout: 300) { $0.hasPrefix("PASSED") || $0.hasPrefix("FAILED") },

@@ -21,27 +21,19 @@ final class ServeFailedLookupTests: XCTestCase {
     private static let variable = "VIPSLOAD_TEST_SERVE_NETNS"
 
     func testAFailedLookupDoesNotBreakLaterRemoteSources() throws {
-        let unshare = "/usr/bin/unshare"
-        guard FileManager.default.isExecutableFile(atPath: unshare) else {
-            throw XCTSkip("needs \(unshare) (util-linux) to resolve a name in a network namespace of its own")
-        }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: unshare)
-        probe.arguments = ["-n", "sh", "-c", "ip link set lo up"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
-        probe.waitUntilExit()
-        guard probe.terminationStatus == 0 else {
-            throw XCTSkip("`unshare -n` with `ip link set lo up` failed (needs root or CAP_SYS_ADMIN, and iproute2)")
+        let launcher: [String]
+        do {
+            launcher = try NetworkNamespace.launcher()
+        } catch {
+            throw XCTSkip(error.description)
         }
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: unshare)
-        child.arguments = [
-            "-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\"",
-            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
-            "VipsServeTests.ServeFailedLookupTests/testInsideItsOwnNetworkNamespace"
-        ]
+        child.executableURL = URL(fileURLWithPath: launcher[0])
+        child.arguments =
+            Array(launcher.dropFirst()) + [
+                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                "VipsServeTests.ServeFailedLookupTests/testInsideItsOwnNetworkNamespace"
+            ]
         var environment = ProcessInfo.processInfo.environment
         environment[Self.variable] = "1"
         child.environment = environment
