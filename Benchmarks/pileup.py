@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The pile-up of issue 30, finding 2, against a `vipsload serve` it starts (loopback only).
 
-Heavy requests (enlarge a 4000x3000 JPEG to 8192 px and encode AVIF) a few at a time, then
+Heavy requests (`rs:fit:8192:8192:0:1`: a 4000x3000 JPEG extended onto an 8192x8192 canvas, encoded as AVIF) a few at a time, then
 ordinary uncached thumbnails one after another; prints the server's peak RSS (VmHWM), the
 heavy and thumbnail statuses and latencies, and the seconds from the last heavy answer until
 the server's CPU time stops growing for a second (sampled every 100 ms from /proc/PID/stat).
