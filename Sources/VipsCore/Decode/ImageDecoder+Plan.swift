@@ -79,12 +79,21 @@ extension ImageDecoder {
         let swapped = info.orientation >= 5
         let stored = swapped ? (info.height, info.width) : (info.width, info.height)
         guard box.width <= info.width, box.height <= info.height,
-            let fit = ThumbnailSize.fitting(width: stored.0, height: stored.1, into: box, swapped: swapped),
-            (swapped ? (fit.height, fit.width) : fit) == box
+            let stored = ThumbnailSize.fitting(width: stored.0, height: stored.1, into: box, swapped: swapped)
         else { return nil }
-        let bitmap = try decode(
-            image, input: input, size: .fit(width: box.width, height: box.height), scale: 1, allowUpscale: false)
-        guard bitmap.width == box.width, bitmap.height == box.height else { return nil }
+        let fit = swapped ? (width: stored.height, height: stored.width) : stored
+        // imgproxy rounds a scaled side half away from zero; the fit's own rounding may land a
+        // pixel apart. Then the covering side's fit (at least the box both ways) is cut to the box
+        // in its middle: under a pixel of shift, and the direct codecs still decode it.
+        guard abs(fit.width - box.width) <= 1, abs(fit.height - box.height) <= 1 else { return nil }
+        var bitmap = try decode(
+            image, input: input,
+            size: fit == box ? .fit(width: box.width, height: box.height) : Self.coveringSide(info, box: box),
+            scale: 1, allowUpscale: false)
+        guard bitmap.width >= box.width, bitmap.height >= box.height,
+            bitmap.width - box.width <= 2, bitmap.height - box.height <= 2
+        else { return nil }
+        bitmap = try Self.middle(of: bitmap, box)
         let allowed = options.loaderShrink(info, box: box).raster
         let shrink: Double
         switch info.format {
@@ -227,6 +236,28 @@ extension ImageDecoder {
     }
 
     /// `bitmap` cropped to `crop` (a smart crop finds its region from the pixels).
+    /// `bitmap` cut to `box` in its middle, rows copied (a pixel or two off
+    /// each side at most: no libvips needed for that).
+    static func middle(of bitmap: Bitmap, _ box: (width: Int, height: Int)) throws(VipsError) -> Bitmap {
+        guard bitmap.width != box.width || bitmap.height != box.height else { return bitmap }
+        let channels = bitmap.channels
+        let x = (bitmap.width - box.width) / 2
+        let y = (bitmap.height - box.height) / 2
+        let rowBytes = box.width * channels
+        var pixels = [UInt8](repeating: 0, count: rowBytes * box.height)
+        bitmap.withUnsafeBytes { source in
+            pixels.withUnsafeMutableBytes { target in
+                guard let from = source.baseAddress, let to = target.baseAddress else { return }
+                for row in 0..<box.height {
+                    (to + row * rowBytes).copyMemory(
+                        from: from + (y + row) * bitmap.bytesPerRow + x * channels, byteCount: rowBytes)
+                }
+            }
+        }
+        return try Bitmap(width: box.width, height: box.height, channels: channels, scale: bitmap.scale, pixels: pixels)
+            .withSource(bitmap.source)
+    }
+
     static func crop(_ bitmap: Bitmap, _ crop: DecodePlan.Crop, label: String) throws(VipsError) -> Bitmap {
         switch crop {
         case .rect(let x, let y, let width, let height):
