@@ -18,7 +18,10 @@ for argument in "$@"; do
   esac
 done
 if [ "$build" = 1 ]; then
-  swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | { grep -v "prohibited flag(s): -pthread" || true; }
+  if ! built=$(swift build --build-tests -Xswiftc -warnings-as-errors 2>&1); then
+    grep -v "prohibited flag(s): -pthread" <<<"$built" >&2
+    exit 1
+  fi
 fi
 output=$(IMGPROXY_TALLY=$tally swift test --skip-build --disable-swift-testing \
   --filter 'ImgproxySuiteTests|ImgproxyGeometryCaseTests/testImgproxysGeometryCases' 2>&1 || true)
