@@ -68,10 +68,25 @@ final class ImgproxySuiteTests: XCTestCase {
             #"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="20" fill="red"/></svg>"#
                 .utf8
         ).write(to: file("test1.svg"))
+        try Self.bmpWithBitDepth40().write(to: file("bmp-invalid-bpp.bmp"))
         let jpeg = file("test-images/jpg/jpg.jpg")
         try FileManager.default.createDirectory(
             at: jpeg.deletingLastPathComponent(), withIntermediateDirectories: true)
         try ImageSynthesizer.data(width: 400, height: 300, seed: 5, format: .jpeg(quality: 95)).write(to: jpeg)
+    }
+
+    /// An uncompressed (BI_RGB) BMP, 512×1, declaring 40 bits per pixel, with a 2560-byte row:
+    /// the file of imgproxy's TestBMPUnsupportedBitDepthRejected, as its comment describes it.
+    private static func bmpWithBitDepth40() -> Data {
+        func le(_ value: Int, _ count: Int) -> [UInt8] {
+            (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        }
+        let row = 512 * 5
+        var bytes: [UInt8] = Array("BM".utf8) + le(54 + row, 4) + le(0, 4) + le(54, 4)
+        bytes += le(40, 4) + le(512, 4) + le(1, 4) + le(1, 2) + le(40, 2) + le(0, 4) + le(0, 4)
+        bytes += le(0, 4) + le(0, 4) + le(0, 4) + le(0, 4)
+        bytes += (0..<row).map { UInt8(truncatingIfNeeded: $0) }
+        return Data(bytes)
     }
 
     /// matrix/base.png and a sample of it in each of imgproxy's matrix formats, written by the vips CLI
