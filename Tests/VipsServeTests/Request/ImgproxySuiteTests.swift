@@ -17,6 +17,7 @@ import XCTest
 /// each case's outcome too;
 /// `IMGPROXY_REMARK=1` rewrites the `pass`/`refused` marks from the outcomes (a case that
 /// fails is marked `pass`, so it shows as a failure). scripts/imgproxy-tally.sh runs both runners.
+/// Beyond the files issue 29 names, clientfeatures/detector_test.go is ported too (AUTO_, ENFORCE_, client hints).
 final class ImgproxySuiteTests: XCTestCase {
     private var root: URL!
     private var servers: [String: ImageServer] = [:]
@@ -51,6 +52,13 @@ final class ImgproxySuiteTests: XCTestCase {
     func testIntegrationProcessingHandler() async throws {
         try writeHandlerFiles()
         try await run("integration-processing-handler", goFile: "integration_test/processing_handler_test.go")
+    }
+
+    func testClientFeaturesDetector() async throws {
+        try writeHandlerFiles()
+        try ImageSynthesizer.data(width: 1600, height: 1200, seed: 6, format: .jpeg(quality: 85))
+            .write(to: file("test-images/jpg/large.jpg"))
+        try await run("clientfeatures-detector", goFile: "clientfeatures/detector_test.go")
     }
 
     func testIntegrationMatrix() async throws {
