@@ -17,7 +17,8 @@ import XCTest
 /// each case's outcome too;
 /// `IMGPROXY_REMARK=1` rewrites the `pass`/`refused` marks from the outcomes (a case that
 /// fails is marked `pass`, so it shows as a failure). scripts/imgproxy-tally.sh runs both runners.
-/// Beyond the files issue 29 names, clientfeatures/detector_test.go is ported too (AUTO_, ENFORCE_, client hints).
+/// Beyond the files issue 29 names, clientfeatures/detector_test.go (AUTO_, ENFORCE_, client hints) and
+/// handlers/stream/handler_test.go (raw:1 streaming) are ported too.
 final class ImgproxySuiteTests: XCTestCase {
     private var root: URL!
     private var servers: [String: ImageServer] = [:]
@@ -59,6 +60,11 @@ final class ImgproxySuiteTests: XCTestCase {
         try ImageSynthesizer.data(width: 1600, height: 1200, seed: 6, format: .jpeg(quality: 85))
             .write(to: file("test-images/jpg/large.jpg"))
         try await run("clientfeatures-detector", goFile: "clientfeatures/detector_test.go")
+    }
+
+    func testStreamHandler() async throws {
+        try writeHandlerFiles()
+        try await run("handlers-stream", goFile: "handlers/stream/handler_test.go")
     }
 
     func testIntegrationMatrix() async throws {
@@ -448,7 +454,7 @@ final class ImgproxySuiteTests: XCTestCase {
         return formatter.string(from: date)
     }
 
-    /// `{origin}`, `{now+N}` and `{half:F}` filled in.
+    /// `{origin}`, `{now+N}` (an HTTP date), `{unix+N}` (a Unix time), `{half:F}` and `{size:F}` filled in.
     private func substitute(_ text: String, origin: TestHTTPServer?) throws -> String {
         var result = text
         if let origin { result = result.replacingOccurrences(of: "{origin}", with: "http://127.0.0.1:\(origin.port)") }
@@ -461,6 +467,10 @@ final class ImgproxySuiteTests: XCTestCase {
                 value = Self.httpDate(Date().addingTimeInterval(seconds))
             } else if name.hasPrefix("half:") {
                 value = "\(try Data(contentsOf: file(String(name.dropFirst(5)))).count / 2)"
+            } else if name.hasPrefix("size:") {
+                value = "\(try Data(contentsOf: file(String(name.dropFirst(5)))).count)"
+            } else if name.hasPrefix("unix+"), let seconds = Double(name.dropFirst(5)) {
+                value = "\(Int(Date().timeIntervalSince1970 + seconds))"
             } else {
                 break
             }
@@ -478,6 +488,8 @@ final class ImgproxySuiteTests: XCTestCase {
                 response.headers.append(("Content-Type", "image/png"))
             } else if name == "origin.status" {
                 response.status = Int(value) ?? 500
+            } else if name == "origin.path" {
+                continue
             } else if name.hasPrefix("origin.header:") {
                 response.headers.append(
                     (String(name.dropFirst("origin.header:".count)), try substitute(value, origin: nil)))
@@ -487,6 +499,7 @@ final class ImgproxySuiteTests: XCTestCase {
         origins.append(origin)
         origin.route("/", response)
         origin.route("/test1.png", response)
+        for (name, path) in settings.origin where name == "origin.path" { origin.route(path, response) }
         return origin
     }
 
@@ -519,7 +532,9 @@ final class ImgproxySuiteTests: XCTestCase {
                 }
             case _ where key.hasPrefix("origin-got:") || key.hasPrefix("origin-got!:"):
                 let name = String(key.drop { $0 != ":" }.dropFirst())
-                let got = origin?.requests("/").last?.header(name) ?? ""
+                // The request to whichever path the origin was asked for (one per case).
+                let paths = ["/", "/test1.png"] + settings.origin.filter { $0.0 == "origin.path" }.map(\.1)
+                let got = paths.compactMap { origin?.requests($0).last }.last?.header(name) ?? ""
                 if key.hasPrefix("origin-got!:") ? got.isEmpty : got != value {
                     failures.append("the origin got \(name): \(got.isEmpty ? "none" : got)")
                 }
@@ -527,6 +542,15 @@ final class ImgproxySuiteTests: XCTestCase {
                 let same = (try? Data(contentsOf: file(value))) == response.body
                 if same != (key == "body") {
                     failures.append(same ? "the body is \(value)'s" : "the body is not \(value)'s")
+                }
+            case "max-age", "max-age~":
+                // The Cache-Control field's max-age, exactly or within a minute (a time that passes).
+                let field = response.header("Cache-Control") ?? ""
+                let age = field.firstMatch(of: /max-age=(\d+)/).flatMap { Int($0.1) }
+                let expected = Int(value) ?? -1
+                if age.map({ key == "max-age" ? $0 != expected : abs($0 - expected) > 60 }) ?? true {
+                    failures.append(
+                        "Cache-Control: \(field), expected max-age \(key == "max-age" ? "" : "about ")\(value)")
                 }
             case "maxbytes":
                 if response.body.count > Int(value) ?? 0 {
