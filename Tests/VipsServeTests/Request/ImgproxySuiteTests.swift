@@ -18,7 +18,7 @@ import XCTest
 /// `IMGPROXY_REMARK=1` rewrites the `pass`/`refused` marks from the outcomes (a case that
 /// fails is marked `pass`, so it shows as a failure). scripts/imgproxy-tally.sh runs both runners.
 /// Beyond the files issue 29 names, clientfeatures/detector_test.go (AUTO_, ENFORCE_, client hints) and
-/// handlers/stream/handler_test.go (raw:1 streaming) are ported too.
+/// handlers/stream/handler_test.go (raw:1 streaming) and options/parser/presets_test.go are ported too.
 final class ImgproxySuiteTests: XCTestCase {
     private var root: URL!
     private var servers: [String: ImageServer] = [:]
@@ -65,6 +65,11 @@ final class ImgproxySuiteTests: XCTestCase {
     func testStreamHandler() async throws {
         try writeHandlerFiles()
         try await run("handlers-stream", goFile: "handlers/stream/handler_test.go")
+    }
+
+    func testPresets() async throws {
+        try writeHandlerFiles()
+        try await run("options-presets", goFile: "options/parser/presets_test.go")
     }
 
     func testIntegrationMatrix() async throws {
@@ -265,6 +270,7 @@ final class ImgproxySuiteTests: XCTestCase {
             case "GET": return try await serve(item, target: parts.count > 1 ? parts[1] : "")
             case "redenormalize": return redenormalize(item, path: parts.count > 1 ? parts[1] : "")
             case "resolve": return try parse(item, target: parts.count > 1 ? parts[1] : "", resolving: true)
+            case "start": return start(item)
             default: return try parse(item, target: item.input, resolving: false)
             }
         } catch {
@@ -418,6 +424,24 @@ final class ImgproxySuiteTests: XCTestCase {
             "sh": number(options.sharpen), "rot": "\(options.rotate)", "sm": options.stripMetadata ? "1" : "0",
             "dpr": number(options.dpr), "cb": options.cacheBuster ?? "none"
         ]
+    }
+
+    /// Whether a server starts with the case's settings (`starts`) or refuses them (`start-error`).
+    private func start(_ item: Case) -> Outcome {
+        let expectsError = item.expect.contains { $0.0 == "start-error" }
+        let started: Bool
+        do {
+            let settings = try settings(item)
+            guard settings.unsupported.isEmpty else {
+                return .refused("serve has no setting \(settings.unsupported.joined(separator: ", "))")
+            }
+            _ = try server(settings)
+            started = true
+        } catch {
+            started = false
+        }
+        if started != expectsError { return .pass }
+        return .fail(started ? "the server started" : "the server did not start")
     }
 
     private func redenormalize(_ item: Case, path: String) -> Outcome {
