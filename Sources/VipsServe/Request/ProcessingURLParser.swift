@@ -227,6 +227,11 @@ public struct ProcessingURLParser: Sendable {
             let fileExtension = pieces.count == 2 && !pieces[1].isEmpty ? text(pieces[1]) : nil
             return (decoded, .plain(raw: text(raw)), fileExtension)
         }
+        // imgproxy Pro's encrypted source URL (`/enc/%encrypted_source_url`): named, not read as base64.
+        if first.elementsEqual("enc".utf8), parts.count > 1 {
+            throw ProcessingURLError(
+                .unsupportedOption, "encrypted source URLs (/enc/, imgproxy Pro) are not supported")
+        }
         let joined = Array(parts.joined())
         let pieces = joined.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard var encoded = pieces.first, !encoded.isEmpty else {

@@ -85,6 +85,14 @@ final class ProcessingURLParserTests: XCTestCase {
         assertRefused("/_/w:100", .malformedURL, naming: "missing")
     }
 
+    func testEncryptedSourcesAreRefusedByName() {
+        // imgproxy Pro's /enc/%encrypted_source_url (its examples/encrypted_source_url.go's URL): named, not
+        // read as base64.
+        let encrypted = "AAECAwQFBgcICQoLDA0OD3aaI6kd15b5bLmZDYvy6wbk983mDqGTSAM2eEJghVjEoPQzJcSASge0lCMv-gcceQ"
+        assertRefused("/_/rs:fit:300:300/enc/\(encrypted).jpg", .unsupportedOption, naming: "encrypted")
+        assertRefused("/_/enc/\(encrypted)", .unsupportedOption, naming: "encrypted")
+    }
+
     func testPathShape() {
         assertRefused("", .malformedURL)
         assertRefused("no-slash", .malformedURL)
