@@ -3,7 +3,7 @@ import VipsCore
 /// The option table: imgproxy's names and argument rules (options/parser/ in
 /// imgproxy: the same names, the same argument counts, empty arguments that
 /// leave a value as it was). Where imgproxy only warns, this parser refuses:
-/// a boolean that is not one (imgproxy reads it as false) is a 400 here.
+/// a boolean that is not one (imgproxy reads it as false) is a 404 here (imgproxy's "Invalid URL").
 extension ProcessingOptions {
     /// Applies one `name:arg1:arg2…` option.
     ///
@@ -166,7 +166,7 @@ extension ProcessingOptions {
     static let cropGravityKinds = Set(Gravity.Kind.allCases)
     /// Gravity types `extend` accepts: all but smart.
     static let extendGravityKinds = Set(Gravity.Kind.allCases).subtracting([.smart])
-    /// Formats imgproxy writes and this server does not (415).
+    /// Formats imgproxy writes and this server does not (422).
     static let unsupportedFormats: Set<String> = ["jxl", "ico", "svg", "heic", "bmp", "tiff", "best"]
 
     /// imgproxy's other options (open source and Pro), refused by name with what they do.
