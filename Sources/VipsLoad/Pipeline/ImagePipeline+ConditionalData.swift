@@ -52,7 +52,8 @@ extension ImagePipeline {
         // The one resume: the download's end, or a cancellation, whichever comes first.
         let waiting = LockedState<CheckedContinuation<Result<ConditionalLoad, VipsError>, Never>?>(nil)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ConditionalLoad, VipsError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<ConditionalLoad, VipsError>, Never>) in
                 waiting.withLock { $0 = continuation }
                 if Task.isCancelled {
                     waiting.withLock { $0.take() }?.resume(returning: .failure(.cancelled(label)))

@@ -96,6 +96,17 @@ extension ImageServer {
         public var log: (any ImageServerLogging)?
 
         /// The defaults, as each property documents.
+        /// Whether a client's `If-None-Match` that does not name this
+        /// server's own `ETag` is forwarded to an `http(s)` origin, whose
+        /// `304` is then answered with a `304` (imgproxy's
+        /// `IMGPROXY_USE_ETAG`). Default true.
+        public var forwardsEntityTagConditions = true
+        /// Whether answers carry `Last-Modified` (the origin's, or a local
+        /// file's modification time) and a client's `If-Modified-Since` is
+        /// honoured: against a local file's time, or forwarded to an
+        /// `http(s)` origin (imgproxy's `IMGPROXY_USE_LAST_MODIFIED`). Default true.
+        public var usesLastModified = true
+
         public init() {}
 
         /// Half of what `memoryLimit` leaves after `responseCacheBytes` and

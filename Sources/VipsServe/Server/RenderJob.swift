@@ -39,6 +39,12 @@ struct RenderJob: Sendable {
     let isRemote: Bool
     /// The URL's geometry, for the render's memory estimate.
     let geometry: RenderMemoryEstimate.Geometry
+    /// `Last-Modified`: a local file's modification time, or the origin's
+    /// field once the source is loaded; nil for none.
+    var lastModified: String? = nil
+    /// The source's bytes, when a conditional request to the origin has
+    /// loaded them already (the render uses them instead of loading again).
+    var preloaded: ImageData? = nil
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? {
@@ -50,6 +56,7 @@ struct RenderJob: Sendable {
     var headers: [(String, String)] {
         var fields = [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
         if variesByAccept { fields.append(("Vary", "Accept")) }
+        if let lastModified { fields.append(("Last-Modified", lastModified)) }
         return fields
     }
 
