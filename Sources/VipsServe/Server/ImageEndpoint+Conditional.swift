@@ -63,39 +63,22 @@ extension ImageEndpoint {
     /// Asks the origin with the client's `conditions`, then answers `304`
     /// on its `304`, or renders what it sent; all within the request's deadline.
     private func answerAskingTheOrigin(_ job: RenderJob, _ conditions: HTTPConditions) async -> HTTPAnswer {
-        let deadline = configuration.requestTimeout
-        return await withTaskGroup(of: HTTPAnswer?.self) { group in
-            group.addTask { [self] in
-                let load: ConditionalLoad
-                do throws(VipsError) {
-                    load = try await pipeline.data(for: job.request, conditions: conditions)
-                } catch {
-                    if Task.isCancelled { return nil }
-                    return HTTPAnswer(ErrorStatus(error).response())
-                }
-                switch load {
-                case .notModified(let validators):
-                    metrics.record { $0.notModified += 1 }
-                    return HTTPAnswer(datedByOrigin(job, validators).notModified(), note: "origin-not-modified")
-                case .loaded(let data):
-                    var loaded = datedByOrigin(job, data.validators)
-                    loaded.preloaded = data
-                    return await answer(loaded)
-                }
+        await withDeadline { [self] in
+            let load: ConditionalLoad
+            do throws(VipsError) {
+                load = try await pipeline.data(for: job.request, conditions: conditions)
+            } catch {
+                return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus(error).response())
             }
-            group.addTask {
-                // The deadline: ends the wait unless the origin and the render answer first.
-                try? await Task.sleep(for: deadline)
-                return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus.timedOut.response())
+            switch load {
+            case .notModified(let validators):
+                metrics.record { $0.notModified += 1 }
+                return HTTPAnswer(datedByOrigin(job, validators).notModified(), note: "origin-not-modified")
+            case .loaded(let data):
+                var loaded = datedByOrigin(job, data.validators)
+                loaded.preloaded = data
+                return await answerJob(loaded)
             }
-            defer { group.cancelAll() }
-            while let next = await group.next() {
-                guard let next else { continue }
-                if next.response?.status == ErrorStatus.timedOut.code { metrics.record { $0.timeouts += 1 } }
-                return next
-            }
-            metrics.record { $0.clientCancels += 1 }
-            return HTTPAnswer(ErrorStatus.clientGone.response())
         }
     }
 }

@@ -23,7 +23,8 @@ final class ImageEndpoint: Sendable {
     let renders: RenderTable
     /// The memory budget renders are admitted within.
     let admission: MemoryAdmission
-    private let source: IsolationSource
+    /// Where bitmaps come from: the pipeline, or the isolated worker.
+    let source: IsolationSource
     private let queueFull = ErrorStatus.queueFull.response(headers: [("Retry-After", "1")])
 
     init(pipeline: ImagePipeline, configuration: ImageServer.Configuration, metrics: ServerMetrics) {
@@ -61,7 +62,7 @@ final class ImageEndpoint: Sendable {
             metrics.record { $0.rejected += 1 }
             return .respond(queueFull, note: nil)
         }
-        return .later { [self] in await answer(job) }
+        return .later { [self] in await answerJob(job) }
     }
 
     /// Ends every render in flight: its waiters get 503 (a drain out of time).
@@ -283,11 +284,13 @@ final class ImageEndpoint: Sendable {
         let maxAge =
             configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)
         return .success(
-            RenderJob(
-                key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
-                request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
-                background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
-                isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)))
+            withResponseOptions(
+                RenderJob(
+                    key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
+                    request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
+                    background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
+                    isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)),
+                processing))
     }
 }
 

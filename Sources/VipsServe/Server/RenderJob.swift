@@ -32,7 +32,7 @@ struct RenderJob: Sendable {
     /// What JPEG flattens transparency onto.
     let background: Colour
     /// `Cache-Control: public, max-age=` this many seconds.
-    let maxAge: Int
+    var maxAge: Int
     /// Whether the format was negotiated from `Accept` (`Vary: Accept`).
     let variesByAccept: Bool
     /// Whether the source is remote: its cached responses live at most `maxAge`.
@@ -45,6 +45,10 @@ struct RenderJob: Sendable {
     /// The source's bytes, when a conditional request to the origin has
     /// loaded them already (the render uses them instead of loading again).
     var preloaded: ImageData? = nil
+    /// `Content-Disposition` of a 200 answer (imgproxy sends one with every image).
+    var disposition: ContentDisposition? = nil
+    /// `raw` or `skip_processing`: the source's own bytes may be the answer.
+    var unprocessed: Unprocessed? = nil
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? {
@@ -68,7 +72,8 @@ struct RenderJob: Sendable {
     func response(body: Data, format: ImageFormat) -> HTTPResponse? {
         HTTPResponse(
             status: 200, body: body,
-            headers: headers + [("Content-Type", Self.contentType(format)), ("X-Content-Type-Options", "nosniff")])
+            headers: headers + [("Content-Type", Self.contentType(format)), ("X-Content-Type-Options", "nosniff")]
+                + (disposition.map { [("Content-Disposition", $0.value(for: format))] } ?? []))
     }
 
     /// The 304 response.
