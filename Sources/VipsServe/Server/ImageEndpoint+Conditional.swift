@@ -22,12 +22,19 @@ import VipsLoad
 extension ImageEndpoint {
     /// `job` with its local file's modification time as `Last-Modified`.
     func datedByFile(_ job: RenderJob) -> RenderJob {
-        guard configuration.usesLastModified, let path = job.request.source.filePath else { return job }
-        var info = stat()
-        guard stat(path, &info) == 0 else { return job }
+        guard configuration.usesLastModified, let path = job.request.source.filePath,
+            let lastModified = Self.lastModified(ofFile: path)
+        else { return job }
         var dated = job
-        dated.lastModified = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
+        dated.lastModified = lastModified
         return dated
+    }
+
+    /// A file's modification time as an HTTP date (whole seconds); nil when `stat` fails.
+    static func lastModified(ofFile path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
     }
 
     /// `job` with the origin's `Last-Modified`, once its source is loaded.

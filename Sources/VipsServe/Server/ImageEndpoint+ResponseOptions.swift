@@ -110,6 +110,16 @@ extension ImageEndpoint {
         } catch {
             return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus(error).response())
         }
+        let format = await Self.format(of: data)
+        if case .skip(let formats) = job.unprocessed {
+            let asked = job.variesByAccept ? nil : job.knownFormat?.imageFormat
+            guard let format, formats.contains(format), asked == nil || asked == format else {
+                var rendered = job
+                rendered.unprocessed = nil
+                if job.isRemote { rendered.preloaded = data }
+                return await answer(rendered)
+            }
+        }
         let ticket: MemoryAdmission.Ticket
         do throws(MemoryAdmission.Refusal) {
             ticket = try await admission.acquire(data.byteCount)
@@ -126,16 +136,6 @@ extension ImageEndpoint {
         } catch {
             return HTTPAnswer(ErrorStatus(error).response())
         }
-        let format = ImageFormat.sniff(bytes.prefix(64))
-        if case .skip(let formats) = job.unprocessed {
-            let asked = job.variesByAccept ? nil : job.knownFormat?.imageFormat
-            guard let format, formats.contains(format), asked == nil || asked == format else {
-                var rendered = job
-                rendered.unprocessed = nil
-                if job.isRemote { rendered.preloaded = data }
-                return await answer(rendered)
-            }
-        }
         let job = datedByOrigin(job, data.validators)
         guard let response = job.response(body: bytes, format: format ?? ImageFormat(rawValue: "unknown")) else {
             return HTTPAnswer(ErrorStatus(500, "internal error").response())
@@ -143,6 +143,20 @@ extension ImageEndpoint {
         responses.store(response, for: job.key.text, lifetime: job.cacheLifetime.map { .seconds($0) })
         metrics.record { $0.renders += 1 }
         return HTTPAnswer(response, note: job.unprocessed == .raw ? "raw" : "skipped")
+    }
+
+    /// The format `data`'s first bytes show, read off the cooperative threads when they are in a file.
+    private static func format(of data: ImageData) async -> ImageFormat? {
+        if case .data(let bytes) = data.input { return ImageFormat.sniff(bytes.prefix(64)) }
+        guard case .file(let path) = data.input else { return nil }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<ImageFormat?, Never>) in
+            DispatchQueue.global().async {
+                let handle = FileHandle(forReadingAtPath: path)
+                let prefix = (try? handle?.read(upToCount: 64)) ?? nil
+                try? handle?.close()
+                continuation.resume(returning: prefix.flatMap { ImageFormat.sniff($0) })
+            }
+        }
     }
 
     /// The bytes of `data`, read off the cooperative threads when they are in a file.

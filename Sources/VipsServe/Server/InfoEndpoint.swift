@@ -80,9 +80,12 @@ final class InfoEndpoint: Sendable {
         let isRemote: Bool
         /// The memory estimate's geometry: a box of `ImagePlaceholder.side`.
         let geometry: RenderMemoryEstimate.Geometry
+        /// `Last-Modified`: a local file's time, or the origin's once loaded.
+        var lastModified: String?
 
         var headers: [(String, String)] {
             [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
+                + (lastModified.map { [("Last-Modified", $0)] } ?? [])
         }
 
         func notModified() -> HTTPResponse? { HTTPResponse(status: 304, headers: headers) }
@@ -123,7 +126,9 @@ final class InfoEndpoint: Sendable {
         return .success(
             Job(
                 key: RepresentationKey(source: identity, options: "info", format: "json"), request: request,
-                maxAge: maxAge, isRemote: source.filePath == nil, geometry: geometry))
+                maxAge: maxAge, isRemote: source.filePath == nil, geometry: geometry,
+                lastModified: configuration.usesLastModified
+                    ? source.filePath.flatMap(ImageEndpoint.lastModified(ofFile:)) : nil))
     }
 
     /// Loads the source, reads its header, waits for the memory its small
@@ -135,6 +140,10 @@ final class InfoEndpoint: Sendable {
             data = try await pipeline.data(for: job.request)
         } catch {
             return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus(error).response())
+        }
+        var job = job
+        if job.isRemote, images.configuration.usesLastModified, let lastModified = data.validators?.lastModified {
+            job.lastModified = lastModified
         }
         var request = job.request
         if !job.isRemote {

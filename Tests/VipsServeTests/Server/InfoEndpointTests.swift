@@ -96,7 +96,7 @@ final class InfoEndpointTests: XCTestCase {
         let origin = try TestHTTPServer()
         origins.append(origin)
         let jpeg = try Data(contentsOf: root.appendingPathComponent("photo.jpg"))
-        origin.route("/photo.jpg", .ok(jpeg))
+        origin.route("/photo.jpg", .ok(jpeg, headers: [("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT")]))
         let server = try makeServer()
         let encoded = Data(origin.url("/photo.jpg").absoluteString.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -108,6 +108,7 @@ final class InfoEndpointTests: XCTestCase {
         XCTAssertEqual(object["format"] as? String, "jpeg")
         XCTAssertEqual(object["size"] as? Int, jpeg.count)
         XCTAssertEqual(object["alpha"] as? Bool, false)
+        XCTAssertEqual(response.header("Last-Modified"), "Wed, 21 Oct 2015 07:28:00 GMT")
         XCTAssertEqual(origin.requestCount("/photo.jpg"), 1)
         // A processing option is no info option; a missing file, a disallowed source: as image URLs.
         XCTAssertEqual(try get(server, "/info/_/rs:fit:10:10/plain/local:///photo.jpg").status, 404)
