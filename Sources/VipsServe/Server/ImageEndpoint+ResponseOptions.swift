@@ -110,7 +110,7 @@ extension ImageEndpoint {
         } catch {
             return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus(error).response())
         }
-        let format = await Self.format(of: data)
+        let format = await source.sniff(data.input)
         if case .skip(let formats) = job.unprocessed {
             let asked = job.variesByAccept ? nil : job.knownFormat?.imageFormat
             guard let format, formats.contains(format), asked == nil || asked == format else {
@@ -143,20 +143,6 @@ extension ImageEndpoint {
         responses.store(response, for: job.key.text, lifetime: job.cacheLifetime.map { .seconds($0) })
         metrics.record { $0.renders += 1 }
         return HTTPAnswer(response, note: job.unprocessed == .raw ? "raw" : "skipped")
-    }
-
-    /// The format `data`'s first bytes show, read off the cooperative threads when they are in a file.
-    private static func format(of data: ImageData) async -> ImageFormat? {
-        if case .data(let bytes) = data.input { return ImageFormat.sniff(bytes.prefix(64)) }
-        guard case .file(let path) = data.input else { return nil }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<ImageFormat?, Never>) in
-            DispatchQueue.global().async {
-                let handle = FileHandle(forReadingAtPath: path)
-                let prefix = (try? handle?.read(upToCount: 64)) ?? nil
-                try? handle?.close()
-                continuation.resume(returning: prefix.flatMap { ImageFormat.sniff($0) })
-            }
-        }
     }
 
     /// The bytes of `data`, read off the cooperative threads when they are in a file.

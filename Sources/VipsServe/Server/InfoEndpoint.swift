@@ -155,22 +155,33 @@ final class InfoEndpoint: Sendable {
             request.source = ImageSource.data(bytes, identifier: job.request.source.key)
                 .named(job.request.source.description)
         }
-        let header: ImageInfo
-        let decoder = ImageDecoder(options: pipeline.configuration.decodeOptions)
-        let probed = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<ImageInfo, VipsError>, Never>) in
-            images.source.files.async {
-                continuation.resume(returning: Result { () throws(VipsError) in try decoder.info(data.input) })
+        // The header, for the memory estimate. A format the isolated decoder takes is never parsed
+        // here: its header comes back with the worker's small decode, estimated meanwhile as a
+        // source the size of the box, as a render's is.
+        var header: ImageInfo?
+        if let isolation = images.configuration.isolation, isolation.isolates(await images.source.sniff(data.input)) {
+            header = nil
+        } else {
+            let decoder = ImageDecoder(options: pipeline.configuration.decodeOptions)
+            let probed = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<ImageInfo, VipsError>, Never>) in
+                images.source.files.async {
+                    continuation.resume(returning: Result { () throws(VipsError) in try decoder.info(data.input) })
+                }
+            }
+            switch probed {
+            case .success(let info): header = info
+            case .failure(let error): return HTTPAnswer(ErrorStatus(error).response())
             }
         }
-        switch probed {
-        case .success(let info): header = info
-        case .failure(let error): return HTTPAnswer(ErrorStatus(error).response())
-        }
+        let side = ImagePlaceholder.side
+        let estimated =
+            header
+            ?? ImageInfo(width: side, height: side, format: .png, bands: 4, hasAlpha: true, orientation: 1, pages: 1)
         let ticket: MemoryAdmission.Ticket
         do throws(MemoryAdmission.Refusal) {
             ticket = try await images.admission.acquire(
-                RenderMemoryEstimate(info: header, geometry: job.geometry, format: nil).bytes)
+                RenderMemoryEstimate(info: estimated, geometry: job.geometry, format: nil).bytes)
         } catch {
             switch error {
             case .overBudget: return HTTPAnswer(ErrorStatus.overMemoryBudget.response())
@@ -179,12 +190,18 @@ final class InfoEndpoint: Sendable {
         }
         defer { withExtendedLifetime(data) { ticket.release() } }
         let placeholder: ImagePlaceholder
+        let info: ImageInfo
         do throws(VipsError) {
-            placeholder = try ImagePlaceholder(try await images.source.bitmap(for: request))
+            let bitmap = try await images.source.bitmap(for: request)
+            guard let source = bitmap.source?.info ?? header else {
+                return HTTPAnswer(ErrorStatus(500, "internal error").response())
+            }
+            info = source
+            placeholder = try ImagePlaceholder(bitmap)
         } catch {
             return Task.isCancelled ? nil : HTTPAnswer(ErrorStatus(error).response())
         }
-        let body = Self.json(header, size: data.byteCount, placeholder: placeholder)
+        let body = Self.json(info, size: data.byteCount, placeholder: placeholder)
         guard
             let response = HTTPResponse(
                 status: 200, body: Data(body.utf8),
