@@ -146,6 +146,25 @@ final class ConditionalOriginTests: XCTestCase {
         }
     }
 
+    /// The request to the origin keeps to the request's deadline: an origin
+    /// that holds a conditional request (it answers only after the test) gets
+    /// the client a 504 at `--timeout`.
+    func testAConditionalRequestTheOriginHoldsEndsAtTheDeadline() throws {
+        let origin = try TestHTTPServer()
+        origins.append(origin)
+        let gate = DispatchSemaphore(value: 0)
+        defer { for _ in 0..<4 { gate.signal() } }
+        origin.route("/held.png") { _ in
+            gate.wait()
+            return .init(status: 304)
+        }
+        let server = try makeServer { $0.requestTimeout = .seconds(1) }
+        let response = try get(
+            server, "/unsafe/plain/\(origin.url("/held.png").absoluteString)", headers: ["If-None-Match": tag])
+        XCTAssertEqual(response.status, 504, response.text)
+        XCTAssertTrue(server.metricsText.contains("vipsload_timeouts_total 1"), server.metricsText)
+    }
+
     /// The server's own `ETag` is still answered at once, without asking the origin.
     func testTheServersOwnETagIsAnsweredWithoutTheOrigin() throws {
         let origin = try makeOrigin()
