@@ -173,7 +173,7 @@ final class ServeHardeningTests: XCTestCase {
             if try connection.request("/\(spelling)\(path)").status == 200 { served.append(spelling) }
         }
         XCTAssertEqual(served, [signature], "one spelling of the signature")
-        for (suffix, status) in [("?utm=1", 403), ("#x", 400), ("%00", 403), ("\u{1B}[31m", 400), ("\u{1}", 400)] {
+        for (suffix, status) in [("?utm=1", 403), ("#x", 404), ("%00", 403), ("\u{1B}[31m", 404), ("\u{1}", 404)] {
             XCTAssertEqual(try connection.request(url + suffix).status, status, suffix.debugDescription)
         }
         XCTAssertEqual(try connection.request(url).status, 200)

@@ -2,14 +2,14 @@ import Foundation
 
 /// Parses the date formats HTTP allows (RFC 9110 §5.6.7): IMF-fixdate and the
 /// two obsolete forms recipients must still accept.
-enum HTTPDate {
+package enum HTTPDate {
     private static let formats = [
         "EEE, dd MMM yyyy HH:mm:ss zzz", // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
         "EEEE, dd-MMM-yy HH:mm:ss zzz", // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
         "EEE MMM d HH:mm:ss yyyy" // asctime: Sun Nov  6 08:49:37 1994
     ]
 
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
             .replacingOccurrences(of: "  ", with: " ")
         // Formatters are cheap next to a download and not shared across threads.
@@ -24,7 +24,7 @@ enum HTTPDate {
     }
 
     /// Formats `date` as IMF-fixdate.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

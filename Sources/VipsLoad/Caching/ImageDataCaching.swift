@@ -136,7 +136,9 @@ extension HTTPCachePolicy {
     /// revalidated when the loader can; anything else is loaded again.
     func use(of hit: CachedImageData?, cacheOnly: Bool = false, canRevalidate: Bool) -> CachedDataUse {
         guard let hit else { return .load }
-        if cacheOnly || self == .ignoreExpiry || hit.isFresh() { return .serve(hit.data) }
+        if cacheOnly || self == .ignoreExpiry || hit.isFresh() {
+            return .serve(ImageData.with(HTTPValidators(hit.http), hit.data))
+        }
         if canRevalidate, hit.http?.canRevalidate == true { return .revalidate(hit) }
         return .load
     }

@@ -77,7 +77,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                 case .revalidate(let hit): stale = hit
                 case .load: break
                 }
-                return try await fetch(url, key: key, cache: cache, revalidating: stale)
+                return try await fetch(url, key: key, cache: cache, revalidating: stale).data(for: url)
             }
         } catch {
             throw VipsError.from(error, source: source)
@@ -100,9 +100,52 @@ public final class HTTPDataLoader: ImageDataLoading {
         do {
             return try await fetch(
                 url, key: key, headers: headers, modifier: modifier, progress: progress,
-                allowsRedirect: allowsRedirect, cache: cache, revalidating: stale)
+                allowsRedirect: allowsRedirect, cache: cache, revalidating: stale
+            ).data(for: url)
         } catch {
             throw VipsError.from(error, source: source)
+        }
+    }
+
+    /// A conditional download for `ImagePipeline.data(for:conditions:)`:
+    /// `conditions` are sent with the request, and the origin's `304` is
+    /// the `.notModified` outcome, not an error. A `200` body is streamed
+    /// into `cache` as any download's (nothing of a `304` is stored).
+    func conditionalDownload(
+        _ source: ImageSource, key: String, conditions: HTTPConditions, headers: [String: String] = [:],
+        modifier: RequestModification.Modifier? = nil, allowsRedirect: (@Sendable (URL) -> Bool)? = nil,
+        cache: (any ImageDataCaching)?
+    ) async throws(VipsError) -> ConditionalLoad {
+        let url = try Self.httpURL(of: source)
+        var fields = headers
+        if let value = conditions.ifNoneMatch { fields["If-None-Match"] = value }
+        if let value = conditions.ifModifiedSince { fields["If-Modified-Since"] = value }
+        do {
+            switch try await fetch(
+                url, key: key, headers: fields, modifier: modifier, allowsRedirect: allowsRedirect, cache: cache,
+                revalidating: nil)
+            {
+            case .data(let data): return .loaded(data)
+            case .notModified(let validators): return .notModified(validators)
+            }
+        } catch {
+            throw VipsError.from(error, source: source)
+        }
+    }
+
+    /// What one request brought: the bytes, or a `304` to the caller's own conditions.
+    private enum Fetched {
+        case data(ImageData)
+        case notModified(HTTPValidators)
+
+        /// The bytes; a `304` nobody asked for is the origin's error.
+        func data(for url: URL) throws(VipsError) -> ImageData {
+            switch self {
+            case .data(let data): return data
+            case .notModified:
+                throw VipsError(
+                    .httpStatus, "HTTP 304 for \(URLRedaction.redacted(url)) without a stored entry", httpStatus: 304)
+            }
         }
     }
 
@@ -132,7 +175,7 @@ public final class HTTPDataLoader: ImageDataLoading {
         _ url: URL, key: String, headers: [String: String] = [:], modifier: RequestModification.Modifier? = nil,
         progress: HTTPTransfer.Progress? = nil, allowsRedirect: (@Sendable (URL) -> Bool)? = nil,
         cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
-    ) async throws -> ImageData {
+    ) async throws -> Fetched {
         var request = URLRequest(
             url: url, cachePolicy: .reloadIgnoringLocalCacheData,
             timeoutInterval: configuration.requestTimeout)
@@ -166,7 +209,7 @@ public final class HTTPDataLoader: ImageDataLoading {
                         stale.http?.mayServeStaleOnError() == true
                     {
                         counters.withLock { $0.staleServedOnError += 1 }
-                        return stale.data
+                        return .data(ImageData.with(HTTPValidators(stale.http), stale.data))
                     }
                     counters.withLock { $0.failures += 1 }
                     throw failure.error
@@ -181,15 +224,19 @@ public final class HTTPDataLoader: ImageDataLoading {
         }
     }
 
-    /// One request: a conditional one when `stale` is given.
+    /// One request: a conditional one when `stale` is given, or when the
+    /// caller's own fields hold conditions (then a `304` is `.notModified`).
     private func attempt(
         _ base: URLRequest, key: String, progress: HTTPTransfer.Progress?, allowsRedirect: (@Sendable (URL) -> Bool)?,
         cache: (any ImageDataCaching)?, revalidating stale: CachedImageData?
-    ) async throws -> ImageData {
+    ) async throws -> Fetched {
         try await limiter?.acquire()
         defer { limiter?.release() }
         var request = base
         let url = base.url ?? URL(fileURLWithPath: "/")
+        let callerConditions =
+            base.value(forHTTPHeaderField: "If-None-Match") != nil
+            || base.value(forHTTPHeaderField: "If-Modified-Since") != nil
         if let http = stale?.http {
             if let etag = http.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
             if let lastModified = http.lastModified {
@@ -207,14 +254,14 @@ public final class HTTPDataLoader: ImageDataLoading {
         let store =
             (cache as? DiskCache).map(PartialDownloads.inDiskCache) ?? PartialDownloads.inProcessFolder(of: directory)
         // A revalidation asks about the stored entry, never for a range of a newer body.
-        let partial = stale == nil ? store?.partial(for: key) : nil
+        let partial = stale == nil && !callerConditions ? store?.partial(for: key) : nil
         if let partial {
             request.setValue("bytes=\(partial.record.byteCount)-", forHTTPHeaderField: "Range")
             request.setValue(partial.record.ifRange, forHTTPHeaderField: "If-Range")
             counters.withLock { $0.resumedRequests += 1 }
         }
         let transfer = HTTPTransfer(
-            request: request, conditional: stale != nil, limits: limits, progress: progress,
+            request: request, conditional: stale != nil || callerConditions, limits: limits, progress: progress,
             resumption: store.map { HTTPTransfer.Resumption(store: $0, key: key, partial: partial) },
             makeSink: { response, receivedAt throws(VipsError) in
                 try Self.makeSink(
@@ -232,6 +279,9 @@ public final class HTTPDataLoader: ImageDataLoading {
 
         switch outcome {
         case .notModified(let response, let receivedAt):
+            if stale == nil, callerConditions {
+                return .notModified(HTTPValidators(header: { response.value(forHTTPHeaderField: $0) }))
+            }
             guard let stale, let cache, let stored = stale.http else {
                 throw HTTPTransfer.Failure(
                     error: VipsError(
@@ -239,15 +289,15 @@ public final class HTTPDataLoader: ImageDataLoading {
                         httpStatus: 304),
                     isTransient: false)
             }
-            if let updated = stored.updated(
+            let updated = stored.updated(
                 byNotModified: { response.value(forHTTPHeaderField: $0) }, receivedAt: receivedAt)
-            {
+            if let updated {
                 cache.updateHTTPMetadata(updated, of: stale)
             } else {
                 cache.removeData(for: key)
             }
             counters.withLock { $0.revalidations += 1 }
-            return stale.data
+            return .data(ImageData.with(HTTPValidators(updated ?? stored), stale.data))
 
         case .body(let response, let file, let sink):
             let byteCount = file.byteCount
@@ -266,17 +316,19 @@ public final class HTTPDataLoader: ImageDataLoading {
                         source: URLRedaction.redacted(url)),
                     isTransient: false)
             }
+            let validators = HTTPValidators(header: { response.value(forHTTPHeaderField: $0) })
             if let entry = sink.cacheEntry, byteCount <= cache?.maxEntryByteCount ?? .max {
                 switch try entry.writer.commitKeepingBytes(http: entry.http) {
-                case .stored(let data): return data
+                case .stored(let data): return .data(ImageData.with(validators, data))
                 // A cache the file system refuses costs the caching, not the image.
-                case .uncached(let data, _): return data
+                case .uncached(let data, _): return .data(ImageData.with(validators, data))
                 }
             }
             let summary = try file.finish()
-            return ImageData(
-                input: .file(file.path), byteCount: summary.byteCount, leadingBytes: summary.prefix,
-                removingFileOnRelease: true)
+            return .data(
+                ImageData(
+                    input: .file(file.path), byteCount: summary.byteCount, leadingBytes: summary.prefix,
+                    removingFileOnRelease: true, validators: validators.isEmpty ? nil : validators))
         }
     }
 

@@ -20,6 +20,11 @@ public final class ImageData: Sendable {
     /// otherwise): the decoder then sniffs the format from them and does not
     /// open the file again to do so.
     let leadingBytes: [UInt8]
+    /// The `ETag` and `Last-Modified` of the HTTP response the bytes came
+    /// from (for a data-cache hit, the ones stored with the entry, as last
+    /// revalidated); nil for a local source, data in memory, a custom
+    /// loader's result, or a response that had neither.
+    public let validators: HTTPValidators?
 
     /// Encoded bytes for the decoder, as a loader returns them.
     ///
@@ -33,10 +38,14 @@ public final class ImageData: Sendable {
     }
 
     /// Data whose first bytes the loader or cache has read already.
-    init(input: ImageInput, byteCount: Int, leadingBytes: [UInt8], removingFileOnRelease: Bool = false) {
+    init(
+        input: ImageInput, byteCount: Int, leadingBytes: [UInt8], removingFileOnRelease: Bool = false,
+        validators: HTTPValidators? = nil
+    ) {
         self.input = input
         self.byteCount = byteCount
         self.leadingBytes = leadingBytes
+        self.validators = validators
         isFromDataCache = false
         wrapped = nil
         if removingFileOnRelease, case .file(let path) = input {
@@ -46,13 +55,32 @@ public final class ImageData: Sendable {
         }
     }
 
-    /// The same bytes, marked as read from the data cache.
-    init(fromDataCache data: ImageData) {
+    /// The same bytes, marked as read from the data cache, with the
+    /// validators the entry was stored with (`data`'s own when nil).
+    init(fromDataCache data: ImageData, validators: HTTPValidators? = nil) {
         input = data.input
         byteCount = data.byteCount
         temporaryPath = nil
         isFromDataCache = true
         leadingBytes = data.leadingBytes
+        self.validators = validators ?? data.validators
+        wrapped = data
+    }
+
+    /// The same bytes with the validators of the response that delivered
+    /// or revalidated them; `data` itself when `validators` is nil.
+    static func with(_ validators: HTTPValidators?, _ data: ImageData) -> ImageData {
+        guard let validators, !validators.isEmpty, validators != data.validators else { return data }
+        return ImageData(data, validators: validators)
+    }
+
+    private init(_ data: ImageData, validators: HTTPValidators) {
+        input = data.input
+        byteCount = data.byteCount
+        temporaryPath = nil
+        isFromDataCache = data.isFromDataCache
+        leadingBytes = data.leadingBytes
+        self.validators = validators
         wrapped = data
     }
 

@@ -1,9 +1,10 @@
+import Foundation
 import VipsCore
 
 /// The option table: imgproxy's names and argument rules (options/parser/ in
 /// imgproxy: the same names, the same argument counts, empty arguments that
 /// leave a value as it was). Where imgproxy only warns, this parser refuses:
-/// a boolean that is not one (imgproxy reads it as false) is a 400 here.
+/// a boolean that is not one (imgproxy reads it as false) is a 404 here (imgproxy's "Invalid URL").
 extension ProcessingOptions {
     /// Applies one `name:arg1:arg2…` option.
     ///
@@ -60,6 +61,15 @@ extension ProcessingOptions {
         case "cachebuster", "cb":
             try option.atMost(1)
             cacheBuster = option.values[0].isEmpty ? nil : String(option.values[0])
+        case "skip_processing", "skp": try applySkipProcessing(option)
+        case "raw":
+            try option.atMost(1)
+            raw = try option.bool(at: 0)
+        case "expires", "exp": try applyExpires(option)
+        case "filename", "fn": try applyFilename(option)
+        case "return_attachment", "att":
+            try option.atMost(1)
+            returnAttachment = try option.bool(at: 0)
         default:
             if let known = Self.unsupportedOptions[String(name)] {
                 throw ProcessingURLError(.unsupportedOption, "option \(name) (\(known)) is not supported")
@@ -148,6 +158,57 @@ extension ProcessingOptions {
         }
     }
 
+    /// `skp:%format1:%format2…`: adds each source format (imgproxy's names).
+    private mutating func applySkipProcessing(_ option: OptionArguments) throws(ProcessingURLError) {
+        for name in option.values {
+            guard let format = Self.skipProcessingFormats[String(name)] else {
+                throw option.invalid("\(name.isEmpty ? "an empty value" : name) is not an image format")
+            }
+            skipProcessing.insert(format)
+        }
+    }
+
+    /// `exp:%timestamp`: a Unix time; one in the past (above 0) is refused,
+    /// as imgproxy refuses it ("Expired URL"), with a 404.
+    private mutating func applyExpires(_ option: OptionArguments) throws(ProcessingURLError) {
+        try option.atMost(1)
+        let timestamp = try option.int(at: 0, in: Int.min...Int.max)
+        if timestamp > 0, timestamp < Int(Date().timeIntervalSince1970) { throw option.invalid("the URL has expired") }
+        expires = timestamp == 0 ? nil : timestamp
+    }
+
+    /// `fn:%filename:%encoded`: the name as it is, or base64url-encoded
+    /// (padding optional) when `%encoded` is true.
+    private mutating func applyFilename(_ option: OptionArguments) throws(ProcessingURLError) {
+        try option.atMost(2)
+        let value = option.values[0]
+        if option.has(1), try option.bool(at: 1) {
+            var encoded = String(value)
+            while encoded.hasSuffix("=") { encoded.removeLast() }
+            guard let bytes = URLSigningKey.bytes(base64URL: encoded),
+                let text = String(validating: bytes, as: UTF8.self)
+            else { throw option.invalid("\(value) is not base64url-encoded UTF-8") }
+            filename = text.isEmpty ? nil : text
+        } else {
+            filename = value.isEmpty ? nil : String(value)
+        }
+    }
+
+    /// Source formats `skip_processing` names, by imgproxy's names.
+    static let skipProcessingFormats: [String: ImageFormat] = [
+        "jpg": .jpeg, "jpeg": .jpeg, "png": .png, "webp": .webp, "gif": .gif, "avif": .avif, "heic": .heif,
+        "tiff": .tiff, "bmp": .bmp, "ico": .ico, "svg": .svg, "jxl": .jxl, "pdf": .pdf
+    ]
+
+    /// A source format's imgproxy name, for `skp:` in the canonical segments.
+    static func skipProcessingName(_ format: ImageFormat) -> String {
+        switch format {
+        case .jpeg: return "jpg"
+        case .heif: return "heic"
+        default: return format.rawValue
+        }
+    }
+
     /// An output format by its imgproxy name.
     static func format(named name: Substring, option: String) throws(ProcessingURLError) -> Format? {
         switch name {
@@ -166,7 +227,7 @@ extension ProcessingOptions {
     static let cropGravityKinds = Set(Gravity.Kind.allCases)
     /// Gravity types `extend` accepts: all but smart.
     static let extendGravityKinds = Set(Gravity.Kind.allCases).subtracting([.smart])
-    /// Formats imgproxy writes and this server does not (415).
+    /// Formats imgproxy writes and this server does not (422).
     static let unsupportedFormats: Set<String> = ["jxl", "ico", "svg", "heic", "bmp", "tiff", "best"]
 
     /// imgproxy's other options (open source and Pro), refused by name with what they do.
@@ -179,9 +240,7 @@ extension ProcessingOptions {
             (["watermark", "wm"], "watermark"), (["keep_copyright", "kcr"], "keep copyright"),
             (["strip_color_profile", "scp"], "strip color profile"), (["preserve_hdr", "ph"], "preserve HDR"),
             (["enforce_thumbnail", "eth"], "enforce thumbnail"), (["format_quality", "fq"], "format quality"),
-            (["max_bytes", "mb"], "max bytes"), (["skip_processing", "skp"], "skip processing"), (["raw"], "raw"),
-            (["expires", "exp"], "expires"), (["filename", "fn"], "filename"),
-            (["return_attachment", "att"], "return attachment"), (["preset", "pr"], "presets"),
+            (["max_bytes", "mb"], "max bytes"), (["preset", "pr"], "presets"),
             (["max_src_resolution", "msr"], "max source resolution"),
             (["max_src_file_size", "msfs"], "max source file size"),
             (["max_animation_frames", "maf"], "max animation frames"),

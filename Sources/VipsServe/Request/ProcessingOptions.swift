@@ -151,6 +151,23 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var dpr = 1.0
     /// `cachebuster`: changes the URL, nothing else. Default none.
     public var cacheBuster: String?
+    /// `skip_processing` (`skp`): source formats answered with the source's
+    /// own bytes, unprocessed, when the output format is not set or is that
+    /// format. Default none.
+    public var skipProcessing: Set<ImageFormat> = []
+    /// `raw`: the source's bytes as they are, with no processing and no
+    /// checks of it (the loader's own limits still apply). Default false.
+    public var raw = false
+    /// `expires` (`exp`): a Unix time after which the URL is refused (404),
+    /// and which bounds the answer's `max-age`; nil or 0 (the default) for none.
+    public var expires: Int?
+    /// `filename` (`fn`): the name in `Content-Disposition`, without its
+    /// extension (the output format's is added); nil (the default) takes the
+    /// source URL's last path component.
+    public var filename: String?
+    /// `return_attachment` (`att`): `Content-Disposition: attachment` rather
+    /// than `inline`. Default false.
+    public var returnAttachment = false
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -189,6 +206,15 @@ public struct ProcessingOptions: Sendable, Hashable {
         if !stripMetadata { segments.append("sm:0") }
         if dpr != 1 { segments.append("dpr:\(Gravity.text(dpr))") }
         if let cacheBuster { segments.append("cb:\(cacheBuster)") }
+        if !skipProcessing.isEmpty {
+            segments.append(
+                "skp:" + skipProcessing.map(ProcessingOptions.skipProcessingName).sorted().joined(separator: ":"))
+        }
+        if raw { segments.append("raw:1") }
+        if let expires, expires != 0 { segments.append("exp:\(expires)") }
+        // The encoded form: a name may hold `:` or `/`, which would split the segment.
+        if let filename { segments.append("fn:\(URLSigningKey.base64URL(Array(filename.utf8))):1") }
+        if returnAttachment { segments.append("att:1") }
         return segments
     }
 }

@@ -30,7 +30,7 @@ public struct ProcessingRequest: Sendable {
     /// The request for `url` reading `source`, whose download follows only
     /// the redirects `allowsRedirect` allows (`ImageRequest.allowsRedirect`).
     ///
-    /// - Throws: `.invalidOption` (400) for sizes over `limits`.
+    /// - Throws: `.invalidOption` (404) for sizes over `limits`.
     init(
         url: ProcessingURL, source: ImageSource, limits: ProcessingURLParser.Limits,
         allowsRedirect: (@Sendable (URL) -> Bool)? = nil

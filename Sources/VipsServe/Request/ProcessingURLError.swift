@@ -7,22 +7,24 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
     public enum Reason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// The path is not `/signature/options/source`, or the source URL's
         /// encoding is broken (bad percent-escape or base64, no URL, two
-        /// extensions). 400.
+        /// extensions). 404, as imgproxy's "Invalid URL".
         case malformedURL
-        /// A processing option imgproxy does not have. 400.
+        /// A processing option imgproxy does not have. 404.
         case unknownOption
         /// An option with the wrong number of arguments, an argument that does
-        /// not parse, or a value out of range. 400.
+        /// not parse, or a value out of range. 404.
         case invalidOption
         /// An imgproxy option (or combination of options) this server does not
-        /// implement. 400.
+        /// implement. 404, as imgproxy's own unknown options.
         case unsupportedOption
-        /// An output format imgproxy knows that this server does not encode. 415.
+        /// An output format imgproxy knows that this server does not encode.
+        /// 422, as imgproxy's format it cannot save.
         case unsupportedFormat
         /// The signature is missing, malformed or wrong. 403.
         case badSignature
         /// The source is outside what the server may read (a path leaving the
-        /// root, a host no `--allow-source` pattern admits, another scheme). 403.
+        /// root, a host no `--allow-source` pattern admits, another scheme).
+        /// 404, as imgproxy's source URL that is not allowed.
         case sourceNotAllowed
         /// The source file does not exist (or is not a regular file). 404.
         case sourceNotFound
@@ -42,13 +44,14 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
         self.message = message
     }
 
-    /// The HTTP status to answer with: 400, 403, 404 or 415.
+    /// The HTTP status to answer with, imgproxy's: 403 for a signature,
+    /// 422 for an output format, 404 for everything else.
     public var status: Int {
         switch reason {
-        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 400
-        case .unsupportedFormat: return 415
-        case .badSignature, .sourceNotAllowed: return 403
-        case .sourceNotFound: return 404
+        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 404
+        case .unsupportedFormat: return 422
+        case .badSignature: return 403
+        case .sourceNotAllowed, .sourceNotFound: return 404
         }
     }
 

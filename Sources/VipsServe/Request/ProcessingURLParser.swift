@@ -9,11 +9,11 @@ import VipsLoad
 /// `parse(_:)` checks the signature, reads the options, decodes the source URL,
 /// resolves it through the `SourcePolicy` and maps everything onto an
 /// `ImageRequest` and an `OutputPlan` (a `ProcessingRequest`). Every refusal is
-/// a `ProcessingURLError` carrying its HTTP status (400, 403, 404 or 415).
+/// a `ProcessingURLError` carrying its HTTP status (403, 404 or 422).
 ///
 /// The path is read as received, still percent-encoded (a server must hand it
 /// over undecoded). A raw control byte or `#` anywhere in the target is refused
-/// (400; encoded ones in a source URL are the `SourcePolicy`'s 403). With
+/// (404; encoded ones in a source URL are the `SourcePolicy`'s 404). With
 /// signing keys, everything the client sent must be covered by the signature:
 /// a query is refused (403); without keys a query is ignored,
 /// as imgproxy does. As imgproxy, the parser first undoes what proxies do to such paths (`%3A` for
@@ -23,7 +23,7 @@ public struct ProcessingURLParser: Sendable {
     /// Bounds on what a URL may ask for, beyond the options' own ranges.
     public struct Limits: Sendable, Hashable {
         /// The largest side of a result, in pixels: `width`, `height` (times the
-        /// dpr) and padding over it are refused (400); a processor whose output
+        /// dpr) and padding over it are refused (404); a processor whose output
         /// would grow past it (extend, padding) fails with `.invalidArgument`.
         /// 1–16384 (so one result is at most 1 GiB of RGBA); default 8192.
         public let maxResultDimension: Int
@@ -58,9 +58,9 @@ public struct ProcessingURLParser: Sendable {
     /// Parses a request target (the path, with or without a query) into the
     /// request for the pipeline and the plan for the encoder.
     ///
-    /// - Throws: `ProcessingURLError`: 403 for a bad or missing signature or a
-    ///   source the policy refuses, 404 for a missing file, 400 for a malformed
-    ///   URL or option, 415 for an output format this server does not encode.
+    /// - Throws: `ProcessingURLError`: 403 for a bad or missing signature, 404
+    ///   for a source the policy refuses, a missing file, a malformed URL or
+    ///   option, 422 for an output format this server does not encode.
     public func parse(_ target: String) throws(ProcessingURLError) -> ProcessingRequest {
         let url = try parseURL(target)
         let source = try sources.resolve(url.source, encoding: url.encoding)
@@ -74,7 +74,7 @@ public struct ProcessingURLParser: Sendable {
     /// The grammar alone: the signature checked and the options and source
     /// URL read, without resolving the source or mapping the options.
     ///
-    /// - Throws: `ProcessingURLError` (400, 403 or 415), as `parse(_:)`.
+    /// - Throws: `ProcessingURLError` (403, 404 or 422), as `parse(_:)`.
     public func parseURL(_ target: String) throws(ProcessingURLError) -> ProcessingURL {
         // Bytes, as imgproxy (Go) reads the path: `/`, `:`, `@`, `.` and `?` split wherever
         // they are, whatever follows them (a Character-wise split would keep "/" with a

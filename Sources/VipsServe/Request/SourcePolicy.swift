@@ -3,7 +3,7 @@ import VipsLoad
 
 /// Where a server's sources may come from: `local:///path` files under one
 /// root folder, and `http(s)://` URLs whose host matches an allowed pattern.
-/// Everything else is refused (403).
+/// Everything else is refused (404, as imgproxy).
 ///
 /// A local path must stay inside the root: `..` components, NUL bytes,
 /// backslashes and (in a plain source URL) the encoded slashes `%2F` and `%5C`
@@ -45,7 +45,7 @@ public struct SourcePolicy: Sendable {
         self.allowedSources = allowedSources
     }
 
-    /// A policy that admits no source: every image URL is refused (403).
+    /// A policy that admits no source: every image URL is refused (404).
     public static let none = SourcePolicy(resolvedRoot: nil, allowedSources: [])
 
     private init(resolvedRoot: String?, allowedSources: [SourcePattern]) {
@@ -55,7 +55,7 @@ public struct SourcePolicy: Sendable {
 
     /// The source a decoded source URL names, if the policy admits it.
     ///
-    /// - Throws: `.sourceNotAllowed` (403), `.sourceNotFound` (404) or `.malformedURL` (400).
+    /// - Throws: `.sourceNotAllowed`, `.sourceNotFound` or `.malformedURL` (all 404).
     public func source(for url: String) throws(ProcessingURLError) -> ImageSource {
         try resolve(url, encoding: .base64)
     }
@@ -138,7 +138,7 @@ public struct SourcePolicy: Sendable {
     /// redirect never reaches a source a direct request could not. An
     /// `ImageServer` asks it about every redirect of every download its
     /// requests make (`ImageRequest.allowsRedirect`); a refused redirect is
-    /// answered 403, as a direct request for that source is.
+    /// answered 404, as a direct request for that source is.
     public func allowsRedirect(to url: URL) -> Bool {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
         do {

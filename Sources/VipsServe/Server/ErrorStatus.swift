@@ -13,7 +13,9 @@ struct ErrorStatus: Error, Sendable, Hashable {
     /// A short, client-safe sentence.
     let text: String
 
-    /// The status and text for a pipeline failure.
+    /// The status and text for a pipeline failure: imgproxy's codes
+    /// (docs/serve-url.md has the table, and the reasons where serve keeps
+    /// another code).
     init(_ error: VipsError) {
         switch error.kind {
         case .emptyInput, .corruptData, .truncatedData:
@@ -21,22 +23,32 @@ struct ErrorStatus: Error, Sendable, Hashable {
         case .crashed:
             self.init(422, "the source image could not be decoded (its decoder failed)")
         case .unsupportedFormat, .unsupportedFeature:
-            self.init(415, "the source image's format is not supported or not allowed")
+            self.init(422, "the source image's format is not supported or not allowed")
         case .tooLarge:
-            self.init(413, "the source image is over the size or pixel limit")
+            self.init(422, "the source image is over the size or pixel limit")
         case .fileNotFound:
             self.init(404, "no such source image")
-        case .permissionDenied, .unsupportedSource, .sourceNotAllowed:
+        case .permissionDenied:
             self.init(403, "the source is not allowed")
+        case .unsupportedSource, .sourceNotAllowed:
+            self.init(404, "the source is not allowed")
         case .invalidArgument:
-            self.init(400, "the processing options do not fit this image")
+            self.init(422, "the processing options do not fit this image")
         case .httpStatus:
-            if error.httpStatus == 404 || error.httpStatus == 410 {
+            let status = error.httpStatus ?? 0
+            if status == 404 || status == 410 {
                 self.init(404, "no such source image at the origin")
-            } else {
+            } else if (400..<500).contains(status) {
+                // imgproxy answers an origin's 4xx with the same status.
+                self.init(status, "the origin refused the source image")
+            } else if status >= 500 {
                 self.init(502, "the origin answered with an error")
+            } else {
+                self.init(404, "the origin did not answer with an image")
             }
-        case .network, .protocolError, .incompleteBody, .redirectRefused:
+        case .redirectRefused:
+            self.init(404, "the origin's redirect is not followed")
+        case .network, .protocolError, .incompleteBody:
             self.init(502, "the origin failed")
         case .timedOut:
             self.init(504, "the origin or the decode timed out")

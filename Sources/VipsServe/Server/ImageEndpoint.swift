@@ -23,7 +23,8 @@ final class ImageEndpoint: Sendable {
     let renders: RenderTable
     /// The memory budget renders are admitted within.
     let admission: MemoryAdmission
-    private let source: IsolationSource
+    /// Where bitmaps come from: the pipeline, or the isolated worker.
+    let source: IsolationSource
     private let queueFull = ErrorStatus.queueFull.response(headers: [("Retry-After", "1")])
 
     init(pipeline: ImagePipeline, configuration: ImageServer.Configuration, metrics: ServerMetrics) {
@@ -45,13 +46,14 @@ final class ImageEndpoint: Sendable {
     func handle(_ request: borrowing HTTPRequest) -> HTTPHandling {
         let job: RenderJob
         switch resolve(request) {
-        case .success(let resolved): job = resolved
+        case .success(let resolved): job = datedByFile(resolved)
         case .failure(let status): return .respond(status.response(), note: nil)
         }
         if let tags = request.header("If-None-Match"), job.key.isMatched(by: tags) {
             metrics.record { $0.notModified += 1 }
             return .respond(job.notModified(), note: "not-modified")
         }
+        if let conditional = conditionalHandling(request, job) { return conditional }
         if let cached = responses.response(for: job.key.text) {
             metrics.record { $0.memoryHits += 1 }
             return .respond(cached, note: "memory")
@@ -60,7 +62,7 @@ final class ImageEndpoint: Sendable {
             metrics.record { $0.rejected += 1 }
             return .respond(queueFull, note: nil)
         }
-        return .later { [self] in await answer(job) }
+        return .later { [self] in await answerJob(job) }
     }
 
     /// Ends every render in flight: its waiters get 503 (a drain out of time).
@@ -72,7 +74,7 @@ final class ImageEndpoint: Sendable {
 
     /// `job`'s answer: its render's outcome, or 504 at the request's deadline,
     /// or 499 (nothing is sent) when the calling task is cancelled.
-    private func answer(_ job: RenderJob) async -> HTTPAnswer {
+    func answer(_ job: RenderJob) async -> HTTPAnswer {
         let deadline = configuration.requestTimeout
         let outcome = await withTaskGroup(of: (RenderTable.Outcome, joined: Bool)?.self) { group in
             group.addTask { [self] in await wait(for: job) }
@@ -141,6 +143,7 @@ final class ImageEndpoint: Sendable {
         case .failure(let status): return .failure(status)
         }
         defer { withExtendedLifetime(admitted.data) { admitted.ticket.release() } }
+        let job = datedByOrigin(job, admitted.data?.validators)
         do throws(VipsError) {
             let encoded = try await encode(job, admitted.request)
             guard let response = job.response(body: encoded.data, format: encoded.format.imageFormat) else {
@@ -173,7 +176,12 @@ final class ImageEndpoint: Sendable {
             input = .data(bytes)
         } else {
             do throws(VipsError) {
-                let loaded = try await pipeline.data(for: request)
+                let loaded: ImageData
+                if let preloaded = job.preloaded {
+                    loaded = preloaded
+                } else {
+                    loaded = try await pipeline.data(for: request)
+                }
                 data = loaded
                 input = loaded.input
             } catch {
@@ -276,11 +284,13 @@ final class ImageEndpoint: Sendable {
         let maxAge =
             configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)
         return .success(
-            RenderJob(
-                key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
-                request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
-                background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
-                isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)))
+            withResponseOptions(
+                RenderJob(
+                    key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
+                    request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
+                    background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
+                    isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)),
+                processing))
     }
 }
 

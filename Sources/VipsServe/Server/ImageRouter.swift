@@ -14,6 +14,8 @@ final class ImageRouter: HTTPHandler {
     let configuration: ImageServer.Configuration
     let metrics = ServerMetrics()
     let images: ImageEndpoint
+    /// `/info/…`: a source's metadata as JSON.
+    let info: InfoEndpoint
     private let draining = Atomic<Bool>(false)
     /// The HTTP layer's request and connection counts, for `/metrics` (set once it runs).
     private let httpGauges = LockedState<(@Sendable () -> HTTPGauges)?>(nil)
@@ -34,6 +36,7 @@ final class ImageRouter: HTTPHandler {
     init(pipeline: ImagePipeline, configuration: ImageServer.Configuration) {
         self.configuration = configuration
         images = ImageEndpoint(pipeline: pipeline, configuration: configuration, metrics: metrics)
+        info = InfoEndpoint(images: images)
     }
 
     /// Connects the HTTP layer's counts to `/metrics`.
@@ -74,6 +77,8 @@ final class ImageRouter: HTTPHandler {
                         ("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")
                     ]),
                 note: nil)
+        case let path where path.hasPrefix(InfoEndpoint.prefix):
+            return info.handle(request)
         default:
             return images.handle(request)
         }

@@ -90,10 +90,20 @@ extension ImageServer {
         /// keys their signatures are checked with, and where sources may come
         /// from. Default: no keys (any signature segment is accepted, as
         /// imgproxy does without a key) and `SourcePolicy.none` (every image
-        /// URL is refused with 403 until a local root or source patterns are set).
+        /// URL is refused with 404 until a local root or source patterns are set).
         public var urls = ProcessingURLParser(sources: .none)
         /// Where the access log and the server's events go; nil for nowhere. Default nil.
         public var log: (any ImageServerLogging)?
+        /// Whether a client's `If-None-Match` that does not name this
+        /// server's own `ETag` is forwarded to an `http(s)` origin, whose
+        /// `304` is then answered with a `304` (imgproxy's
+        /// `IMGPROXY_USE_ETAG`). Default true.
+        public var forwardsEntityTagConditions = true
+        /// Whether answers carry `Last-Modified` (the origin's, or a local
+        /// file's modification time) and a client's `If-Modified-Since` is
+        /// honoured: against a local file's time, or forwarded to an
+        /// `http(s)` origin (imgproxy's `IMGPROXY_USE_LAST_MODIFIED`). Default true.
+        public var usesLastModified = true
 
         /// The defaults, as each property documents.
         public init() {}

@@ -32,13 +32,23 @@ struct RenderJob: Sendable {
     /// What JPEG flattens transparency onto.
     let background: Colour
     /// `Cache-Control: public, max-age=` this many seconds.
-    let maxAge: Int
+    var maxAge: Int
     /// Whether the format was negotiated from `Accept` (`Vary: Accept`).
     let variesByAccept: Bool
     /// Whether the source is remote: its cached responses live at most `maxAge`.
     let isRemote: Bool
     /// The URL's geometry, for the render's memory estimate.
     let geometry: RenderMemoryEstimate.Geometry
+    /// `Last-Modified`: a local file's modification time, or the origin's
+    /// field once the source is loaded; nil for none.
+    var lastModified: String? = nil
+    /// The source's bytes, when a conditional request to the origin has
+    /// loaded them already (the render uses them instead of loading again).
+    var preloaded: ImageData? = nil
+    /// `Content-Disposition` of a 200 answer (imgproxy sends one with every image).
+    var disposition: ContentDisposition? = nil
+    /// `raw` or `skip_processing`: the source's own bytes may be the answer.
+    var unprocessed: Unprocessed? = nil
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? {
@@ -50,6 +60,7 @@ struct RenderJob: Sendable {
     var headers: [(String, String)] {
         var fields = [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
         if variesByAccept { fields.append(("Vary", "Accept")) }
+        if let lastModified { fields.append(("Last-Modified", lastModified)) }
         return fields
     }
 
@@ -61,7 +72,8 @@ struct RenderJob: Sendable {
     func response(body: Data, format: ImageFormat) -> HTTPResponse? {
         HTTPResponse(
             status: 200, body: body,
-            headers: headers + [("Content-Type", Self.contentType(format)), ("X-Content-Type-Options", "nosniff")])
+            headers: headers + [("Content-Type", Self.contentType(format)), ("X-Content-Type-Options", "nosniff")]
+                + (disposition.map { [("Content-Disposition", $0.value(for: format))] } ?? []))
     }
 
     /// The 304 response.

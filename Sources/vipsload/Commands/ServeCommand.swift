@@ -34,13 +34,13 @@ enum ServeCommand {
                                 0.0.0.0 or :: for every interface)
           --port N              the port (default 8080; 0 picks a free one, as printed)
           --root DIR            where local:/// sources are read from (nothing outside it;
-                                without it local sources get 403; a warning for /, /etc,
+                                without it local sources get 404; a warning for /, /etc,
                                 /usr and other folders of the system's files)
           --allow-source PATTERN
                                 admit http(s):// sources whose host matches PATTERN: a host
                                 name, *.example.com for its subdomains, an address, and an
                                 optional scheme and port (repeat for more; without it remote
-                                sources get 403)
+                                sources get 404)
           --allow-private-sources
                                 let remote sources resolve to loopback, private, link-local
                                 and other non-public addresses (refused by default, also after
@@ -75,7 +75,7 @@ enum ServeCommand {
           --cache-dir DIR       keep encoded responses on disk in DIR, so a restarted server
                                 makes nothing it made before (several servers may share one)
           --cache-size MB       the disk cache's size limit (default 1024)
-          --max-source-bytes N  refuse sources larger than N bytes with 413 (default 268435456)
+          --max-source-bytes N  refuse sources larger than N bytes with 422 (default 268435456)
           --max-connections N   open connections at most (default 1024)
           --max-connections-per-ip N
                                 open connections per client address at most (default 128; 0 for

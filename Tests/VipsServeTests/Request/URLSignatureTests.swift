@@ -71,14 +71,14 @@ final class URLSignatureTests: XCTestCase {
         XCTAssertNoThrow(try signed.parseURL(url))
         // A query: not signed, so each would be another URL for one signed image.
         for suffix in ["?utm=1", "?"] { assertRefused(signed, url + suffix) }
-        // A raw `#` is never part of a request target: 400 in every mode.
+        // A raw `#` is never part of a request target: 404 (malformed) in every mode.
         for suffix in ["#x", "#"] {
             assertRefused(signed, url + suffix, .malformedURL)
             assertRefused(try parser(keys: []), url + suffix, .malformedURL)
         }
         // An encoded NUL after the path is part of what is signed, so the signature fails.
         assertRefused(signed, url + "%00")
-        // Raw control bytes, anywhere, in every mode: 400.
+        // Raw control bytes, anywhere, in every mode: 404 (malformed).
         let unsigned = try parser(keys: [])
         for control in ["\u{0}", "\u{1}", "\u{1B}", "\r", "\n", "\t", "\u{7F}"] {
             assertRefused(signed, url + control, .malformedURL)

@@ -64,14 +64,19 @@ final class ResponseRulesTests: XCTestCase {
             XCTAssertFalse(status.text.contains("libvips"), "\(kind)")
         }
         let table: [(VipsError.Kind, Int)] = [
-            (.tooLarge, 413), (.unsupportedFormat, 415), (.corruptData, 422), (.truncatedData, 422),
-            (.fileNotFound, 404), (.network, 502), (.timedOut, 504), (.invalidArgument, 400)
+            (.tooLarge, 422), (.unsupportedFormat, 422), (.corruptData, 422), (.truncatedData, 422),
+            (.fileNotFound, 404), (.network, 502), (.timedOut, 504), (.invalidArgument, 422),
+            (.sourceNotAllowed, 404), (.redirectRefused, 404)
         ]
         for (kind, code) in table {
             XCTAssertEqual(ErrorStatus(VipsError(kind, "x")).code, code, "\(kind)")
         }
         XCTAssertEqual(ErrorStatus(VipsError(.httpStatus, "x", httpStatus: 404)).code, 404)
         XCTAssertEqual(ErrorStatus(VipsError(.httpStatus, "x", httpStatus: 500)).code, 502)
+        // imgproxy passes an origin's 4xx on, and answers any other status that is no image with 404.
+        XCTAssertEqual(ErrorStatus(VipsError(.httpStatus, "x", httpStatus: 403)).code, 403)
+        XCTAssertEqual(ErrorStatus(VipsError(.httpStatus, "x", httpStatus: 429)).code, 429)
+        XCTAssertEqual(ErrorStatus(VipsError(.httpStatus, "x", httpStatus: 300)).code, 404)
     }
 
     func testTheResponseCacheIsBoundedByBytesAndEvictsTheLeastRecentlyUsed() throws {

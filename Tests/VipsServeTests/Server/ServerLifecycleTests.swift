@@ -106,7 +106,7 @@ final class ServerLifecycleTests: XCTestCase {
         let (server, _) = try makeServer()
         // Not /health or /metrics: read as a processing URL, whose last segment is no source.
         let response = try TestConnection(port: server.port).request("/no/such/thing")
-        XCTAssertEqual(response.status, 400)
+        XCTAssertEqual(response.status, 404)
         XCTAssertFalse(response.text.contains("/"), "the body names no path: \(response.text)")
     }
 
