@@ -209,6 +209,9 @@ public final class MemoryCache: Sendable {
     /// or when it reaches or exceeds the target box on some side: then it is at
     /// least as large as the decode would be, with the same aspect ratio.
     /// Upscaled entries never qualify, and `key` must not ask for upscaling.
+    /// Nor does a bitmap of a source that stores several sizes (ICO, CUR):
+    /// its decode picks the stored entry that fits, which a downscale of a
+    /// larger entry would replace.
     func largerBitmap(for key: ImageCacheKey) -> Bitmap? {
         guard !key.isOriginal, !key.allowUpscale, key.isPlainFit else { return nil }
         let now = entryLifetime == nil ? nil : ContinuousClock.now
@@ -220,7 +223,9 @@ public final class MemoryCache: Sendable {
             where candidate != key && !candidate.allowUpscale && candidate.isPlainFit
                 && candidate.version == key.version
             {
-                guard let bitmap = state.storage.peek(candidate, now: now) else { continue }
+                guard let bitmap = state.storage.peek(candidate, now: now),
+                    bitmap.source?.info.format.storesSeveralSizes != true
+                else { continue }
                 let isOriginalSize =
                     candidate.isOriginal
                     || (bitmap.width < candidate.width && bitmap.height < candidate.height)
