@@ -40,7 +40,13 @@ public struct DataLoader: ImageDataLoading {
     public func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         if Task.isCancelled { throw .cancelled(source.description) }
         if source.isLocal { return try Self.local(source) }
-        if let remoteLoader { return try await remoteLoader.loadData(for: source) }
+        if let remoteLoader {
+            do {
+                return try await remoteLoader.loadData(for: source)
+            } catch {
+                throw VipsError(loading: error, source: source.description)
+            }
+        }
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else {
