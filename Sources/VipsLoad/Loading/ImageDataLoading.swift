@@ -85,7 +85,7 @@ public final class ImageData: Sendable {
 /// `CancellationError`, a `VipsError` of their own) and must stop their work
 /// promptly on cancel; the pipeline reports a failure once, as a `VipsError`
 /// about the source (`VipsError.init(loading:source:)`: the error itself is its
-/// `underlying`). <doc:CustomLoaders> shows one.
+/// `underlying`). The "Custom loaders" article shows one.
 public protocol ImageDataLoading: Sendable {
     /// Loads the encoded bytes for `source`.
     ///
