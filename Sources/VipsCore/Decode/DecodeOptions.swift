@@ -6,7 +6,8 @@ public struct DecodeOptions: Sendable, Hashable {
     /// image. Default false (libvips' lenient behaviour, like browsers).
     public var strict: Bool
     /// Formats that may be decoded, identified from magic bytes. Default
-    /// `ImageFormat.defaultAllowed` (jpeg, png, webp, gif, tiff, heif, avif).
+    /// `ImageFormat.defaultAllowed`: jpeg, png, webp, gif, tiff, heif, avif,
+    /// and bmp, ico, cur and tga, which VipsCore's own decoders read (never libvips).
     ///
     /// The defaults are the hardened formats: fuzzed by this project
     /// (`scripts/fuzz.sh`) and on by default. SVG, PDF, JPEG 2000, JPEG XL

@@ -58,8 +58,11 @@ public struct ImageDecoder: Sendable {
         guard size.isValid, scale > 0, scale.isFinite else {
             throw VipsError(.invalidArgument, "target size \(size) at scale \(scale) is not a valid size")
         }
+        // Only this decode's own warnings (its header's included) tell whether it was lenient.
+        _ = VipsRuntime.takeLastWarning()
         return try withImage(input) { image throws(VipsError) in
-            try decode(image, input: input, size: size, scale: scale, allowUpscale: allowUpscale)
+            try decodeNotingDamage(
+                image, input: input, size: size, mode: .fit, scale: scale, allowUpscale: allowUpscale)
         }
     }
 

@@ -44,6 +44,11 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
     /// PPM/PGM/PBM/PFM (netpbm); off by default.
     public static let ppm = ImageFormat(rawValue: "ppm")
 
+    /// Whether a file of this format stores the image at several sizes and a decode picks the one
+    /// that fits the size asked for (ICO and CUR): a smaller size is then never made from a larger
+    /// decoded one, which would replace the file's own drawing at that size by a downscale.
+    package var storesSeveralSizes: Bool { self == .ico || self == .cur }
+
     /// The formats read by default: the raster formats of the web and of cameras, and the bitmaps,
     /// icons and Targa files VipsCore decodes itself.
     public static let defaultAllowed: Set<ImageFormat> = [

@@ -38,9 +38,21 @@ public protocol ImageDataCaching: Sendable {
     /// `key`, without reading its bytes; nil when there is no entry or it was
     /// stored without HTTP. The default reads the entry through `cachedData(for:)`.
     func httpMetadata(for key: String) -> HTTPCacheMetadata?
+
+    /// Brings the cache within its limits now and returns the bytes its
+    /// entries take afterwards, so `configuration.dataCache?.sweep()` works
+    /// whatever the cache. `DiskCache` deletes leftovers of interrupted writes
+    /// and the least recently used entries past its size limit
+    /// (`DiskCache.sweep()`); the default does nothing and returns 0.
+    @discardableResult
+    func sweep() -> Int
 }
 
 extension ImageDataCaching {
+    /// Nothing to sweep: 0.
+    @discardableResult
+    public func sweep() -> Int { 0 }
+
     /// `cachedData(for:)`'s HTTP metadata (a cache that can read metadata
     /// alone, as `DiskCache` does, implements it without reading the bytes).
     public func httpMetadata(for key: String) -> HTTPCacheMetadata? {

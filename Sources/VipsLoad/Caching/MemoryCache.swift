@@ -42,19 +42,52 @@ public final class MemoryCache: Sendable {
     }
 
     private let state: LockedState<State>
+    /// Whether this is `ImagePipeline.Configuration`'s default cache, which
+    /// stands for "a cache of these limits for each pipeline": every pipeline
+    /// made from that configuration gets its own (`forOnePipeline`).
+    let isConfigurationDefault: Bool
 
     /// - Parameters:
     ///   - costLimit: most bytes of pixels kept. Default `defaultCostLimit`.
     ///   - countLimit: most bitmaps kept. Default `Int.max` (cost alone bounds the cache).
     ///   - entryCostLimitFraction: largest share of `costLimit` one bitmap may take. Default 0.1.
     ///   - entryLifetime: time an entry stays valid; default nil (until evicted).
-    public init(
+    public convenience init(
         costLimit: Int = MemoryCache.defaultCostLimit, countLimit: Int = .max,
         entryCostLimitFraction: Double = 0.1, entryLifetime: Duration? = nil
     ) {
+        self.init(
+            costLimit: costLimit, countLimit: countLimit, entryCostLimitFraction: entryCostLimitFraction,
+            entryLifetime: entryLifetime, isConfigurationDefault: false)
+    }
+
+    private init(
+        costLimit: Int, countLimit: Int, entryCostLimitFraction: Double, entryLifetime: Duration?,
+        isConfigurationDefault: Bool
+    ) {
         self.entryCostLimitFraction = min(1, max(0, entryCostLimitFraction))
         self.entryLifetime = entryLifetime
+        self.isConfigurationDefault = isConfigurationDefault
         state = LockedState(State(costLimit: max(0, costLimit), countLimit: max(0, countLimit)), rank: .cache)
+    }
+
+    /// `ImagePipeline.Configuration`'s default: a cache with the default limits
+    /// that each pipeline made from the configuration replaces with its own.
+    @usableFromInline
+    static func configurationDefault() -> MemoryCache {
+        MemoryCache(
+            costLimit: defaultCostLimit, countLimit: .max, entryCostLimitFraction: 0.1, entryLifetime: nil,
+            isConfigurationDefault: true)
+    }
+
+    /// The cache a new pipeline uses for this one: a new, empty cache with
+    /// this one's limits when this is a configuration's default, else itself
+    /// (a cache set explicitly is shared by every pipeline it is given to).
+    var forOnePipeline: MemoryCache {
+        guard isConfigurationDefault else { return self }
+        return MemoryCache(
+            costLimit: costLimit, countLimit: countLimit, entryCostLimitFraction: entryCostLimitFraction,
+            entryLifetime: entryLifetime, isConfigurationDefault: false)
     }
 
     /// Most bytes of pixels kept. Lowering it evicts at once.
@@ -176,6 +209,9 @@ public final class MemoryCache: Sendable {
     /// or when it reaches or exceeds the target box on some side: then it is at
     /// least as large as the decode would be, with the same aspect ratio.
     /// Upscaled entries never qualify, and `key` must not ask for upscaling.
+    /// Nor does a bitmap of a source that stores several sizes (ICO, CUR):
+    /// its decode picks the stored entry that fits, which a downscale of a
+    /// larger entry would replace.
     func largerBitmap(for key: ImageCacheKey) -> Bitmap? {
         guard !key.isOriginal, !key.allowUpscale, key.isPlainFit else { return nil }
         let now = entryLifetime == nil ? nil : ContinuousClock.now
@@ -187,7 +223,9 @@ public final class MemoryCache: Sendable {
             where candidate != key && !candidate.allowUpscale && candidate.isPlainFit
                 && candidate.version == key.version
             {
-                guard let bitmap = state.storage.peek(candidate, now: now) else { continue }
+                guard let bitmap = state.storage.peek(candidate, now: now),
+                    bitmap.source?.info.format.storesSeveralSizes != true
+                else { continue }
                 let isOriginalSize =
                     candidate.isOriginal
                     || (bitmap.width < candidate.width && bitmap.height < candidate.height)

@@ -103,7 +103,13 @@ extension PipelineEngine {
                         cache: policy.writes ? dataCache : nil,
                         revalidating: stale))
             } else {
-                let data = try await loader.loadData(for: source)
+                let data: ImageData
+                do {
+                    data = try await loader.loadData(for: source)
+                } catch {
+                    // The one place a loader's error becomes the pipeline's (a `VipsError` stays as it is).
+                    throw VipsError(loading: error, source: source.description)
+                }
                 result = .success(data)
                 if let dataCache, policy.writes, !source.isLocal {
                     // Another loader's result: stored by the pipeline, on the I/O lane.

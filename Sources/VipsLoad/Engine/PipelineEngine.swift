@@ -143,8 +143,10 @@ final class PipelineEngine: @unchecked Sendable {
             task.subscription = unit.subscribe(
                 priority: task.priority, storesResult: request.writesMemoryCache,
                 &effects
-            ) { [weak task] event in
-                task?.complete(with: event)
+            ) { event in
+                // Held strongly until the task completes or is cancelled (either removes this handler):
+                // a task nobody keeps, whose `events` someone iterates, still finishes and leaves.
+                task.complete(with: event)
             }
             attachedTasks += 1
             return nil

@@ -19,19 +19,34 @@ public struct DataLoader: ImageDataLoading {
     /// as the type's documentation says and refuses other schemes (`.unsupportedSource`).
     public var remoteLoader: (any ImageDataLoading)?
 
+    /// The downloader of the pipeline whose configuration holds this loader
+    /// (`ImagePipeline.configuration.dataLoader`); nil for a loader made by
+    /// its user, which downloads with `sharedDownloader`.
+    var downloader: HTTPDataLoader?
+
     /// A loader for local sources that hands other URLs to `remoteLoader`.
     public init(remoteLoader: (any ImageDataLoading)? = nil) {
         self.remoteLoader = remoteLoader
     }
 
-    /// The remote loader's counters (the shared downloader's without one).
-    public var networkMetrics: HTTPLoaderMetrics? { (remoteLoader ?? Self.sharedDownloader).networkMetrics }
+    /// The remote loader's counters; without one, the downloader's: the
+    /// pipeline's own for the loader in `ImagePipeline.configuration`
+    /// (so they are that pipeline's), the shared one for a loader used on its own.
+    public var networkMetrics: HTTPLoaderMetrics? {
+        (remoteLoader ?? downloader ?? Self.sharedDownloader).networkMetrics
+    }
 
     /// The bytes of `source`: a checked file for libvips to read, the data itself, or the remote loader's result.
     public func loadData(for source: ImageSource) async throws(VipsError) -> ImageData {
         if Task.isCancelled { throw .cancelled(source.description) }
         if source.isLocal { return try Self.local(source) }
-        if let remoteLoader { return try await remoteLoader.loadData(for: source) }
+        if let remoteLoader {
+            do {
+                return try await remoteLoader.loadData(for: source)
+            } catch {
+                throw VipsError(loading: error, source: source.description)
+            }
+        }
         guard case .url(let url) = source.location, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else {
@@ -43,7 +58,7 @@ public struct DataLoader: ImageDataLoading {
             }
             throw VipsError(.unsupportedSource, "no loader for \(scheme) is configured", source: source.description)
         }
-        return try await Self.sharedDownloader.loadData(for: source)
+        return try await (downloader ?? Self.sharedDownloader).loadData(for: source)
     }
 
     /// The downloader of a `DataLoader` without a `remoteLoader` used outside

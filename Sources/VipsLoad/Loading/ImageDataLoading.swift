@@ -109,13 +109,17 @@ public final class ImageData: Sendable {
 ///
 /// One protocol, one default implementation (`DataLoader`); the pipeline calls
 /// it once per source in flight, however many requests share that source.
-/// Implementations throw a `VipsError` for failures (`.cancelled` when the
-/// calling task is cancelled) and must stop their work promptly on cancel.
+/// Implementations throw whatever they meet (Foundation's file and URL errors,
+/// `CancellationError`, a `VipsError` of their own) and must stop their work
+/// promptly on cancel; the pipeline reports a failure once, as a `VipsError`
+/// about the source (`VipsError.init(loading:source:)`: the error itself is its
+/// `underlying`). The "Custom loaders" article shows one.
 public protocol ImageDataLoading: Sendable {
     /// Loads the encoded bytes for `source`.
     ///
-    /// - Throws: `VipsError`; `.cancelled` when the calling task is cancelled.
-    func loadData(for source: ImageSource) async throws(VipsError) -> ImageData
+    /// - Throws: any error; the pipeline's callers get it as a `VipsError`
+    ///   (`VipsError.init(loading:source:)`), a `VipsError` as it is thrown.
+    func loadData(for source: ImageSource) async throws -> ImageData
 
     /// The loader's network and disk-cache counters, which
     /// `ImagePipeline.metrics` includes; nil (the default) for a loader that

@@ -29,8 +29,16 @@ extension ImagePipeline {
         /// every source (`http` is then unused). The `dataCache` applies to
         /// every loader's remote sources.
         public var dataLoader: any ImageDataLoading
-        /// Decoded bitmaps kept in memory; nil for none. Default `MemoryCache()`
-        /// (20% of the memory limit, at most 512 MiB: `MemoryCache.defaultCostLimit`).
+        /// Decoded bitmaps kept in memory; nil for none. Default: a
+        /// `MemoryCache()` of its own for each pipeline (20% of the memory
+        /// limit, at most 512 MiB: `MemoryCache.defaultCostLimit`).
+        ///
+        /// The default is made anew for every pipeline made from the
+        /// configuration, with the limits this value has then, so two
+        /// pipelines made from one `Configuration` value never answer from
+        /// each other's memory (each one's `configuration.memoryCache` and
+        /// `ImagePipeline.memoryCache` is its own). A cache you set is used as
+        /// it is: set one instance on several configurations to share it.
         public var memoryCache: MemoryCache?
         /// How the default data loader downloads `http(s)` URLs: timeouts,
         /// concurrent downloads, largest body, retries, and how the
@@ -137,7 +145,8 @@ extension ImagePipeline {
         ///   - decodeConcurrency: decodes at once (`decodeConcurrency`).
         ///   - dataLoadingConcurrency: loads on the network lane at once (`dataLoadingConcurrency`).
         ///   - dataLoader: the loader (`dataLoader`); default `DataLoader()`, the default loader.
-        ///   - memoryCache: decoded bitmaps kept in memory; nil for none.
+        ///   - memoryCache: decoded bitmaps kept in memory; nil for none. The
+        ///     default is a new cache for each pipeline (see `memoryCache`).
         ///   - dataCache: the data cache (`dataCache`); nil for none.
         ///   - http: how the default loader downloads `http(s)` URLs.
         ///   - decodeOptions: limits, strictness and allowed formats of every decode.
@@ -147,7 +156,7 @@ extension ImagePipeline {
             decodeConcurrency: Int = SystemResources.current.usableCPUs,
             dataLoadingConcurrency: Int = 6,
             dataLoader: any ImageDataLoading = DataLoader(),
-            memoryCache: MemoryCache? = MemoryCache(),
+            memoryCache: MemoryCache? = .configurationDefault(),
             dataCache: (any ImageDataCaching)? = nil,
             http: HTTPDataLoader.Configuration = HTTPDataLoader.Configuration(),
             decodeOptions: DecodeOptions = DecodeOptions(),

@@ -39,7 +39,8 @@ extension ImagePipeline {
         /// Pixel bytes produced by decodes of source data.
         public var bytesDecoded = 0
 
-        // The data loader's counters (`ImageDataLoading.networkMetrics`): a
+        // The data loader's counters (`ImageDataLoading.networkMetrics`): the
+        // pipeline's own downloader's with the default loader; a custom
         // loader shared by several pipelines counts for all of them.
 
         /// Downloads served from the disk cache without any request.
@@ -55,6 +56,9 @@ extension ImagePipeline {
         public var bytesDownloaded = 0
         /// HTTP attempts repeated after a transient failure.
         public var retries = 0
+        /// HTTP requests that asked only for the rest of a body cut short
+        /// earlier (`Range` with `If-Range`, from a kept partial body).
+        public var resumedRequests = 0
 
         /// All counters at zero.
         public init() {}
@@ -65,7 +69,7 @@ extension ImagePipeline {
                 + "(processed from the data cache \(processedImageDecodes)), "
                 + "cancelled \(cancelled), failed \(failed), bytes loaded \(bytesLoaded), decoded \(bytesDecoded), "
                 + "disk hits \(diskHits), network requests \(networkRequests) (downloads \(downloads), "
-                + "revalidations \(revalidations), retries \(retries)), bytes downloaded \(bytesDownloaded)"
+                + "revalidations \(revalidations), retries \(retries), resumed \(resumedRequests)), bytes downloaded \(bytesDownloaded)"
         }
 
         /// Adds a data loader's network and disk-cache counters.
@@ -76,6 +80,7 @@ extension ImagePipeline {
             revalidations += network.revalidations
             bytesDownloaded += network.bytesDownloaded
             retries += network.retries
+            resumedRequests += network.resumedRequests
         }
     }
 }

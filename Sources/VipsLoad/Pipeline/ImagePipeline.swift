@@ -31,11 +31,23 @@ public final class ImagePipeline: Sendable {
     /// A pipeline with the default configuration, for apps that need one.
     public static let shared = ImagePipeline()
 
-    /// A pipeline with its own queues, threads and (unless shared through the
-    /// configuration) memory cache. Default: `Configuration()`.
+    /// A pipeline with its own queues, threads, downloader and (unless one
+    /// instance is set on several configurations) memory cache. Default:
+    /// `Configuration()`.
+    ///
+    /// Its `configuration` is the one given, with what the pipeline made of
+    /// the defaults filled in: its own memory cache for the default one, and
+    /// with the default `DataLoader`, one whose `networkMetrics` are this
+    /// pipeline's downloader's.
     public init(configuration: Configuration = Configuration()) {
-        self.configuration = configuration
+        var configuration = configuration
+        configuration.memoryCache = configuration.memoryCache?.forOnePipeline
         engine = PipelineEngine(configuration: configuration)
+        if var standard = configuration.dataLoader as? DataLoader, let downloader = engine.httpLoader {
+            standard.downloader = downloader
+            configuration.dataLoader = standard
+        }
+        self.configuration = configuration
         // Memory pressure (ImagePipeline+MemoryPressure.swift): the monitor reaches this pipeline weakly.
         let pressureTarget = MemoryPressureTarget()
         memoryPressureMonitor = Self.makeMemoryPressureMonitor(configuration, target: pressureTarget)

@@ -6,6 +6,15 @@
 /// exactly once with that outcome, never while the pipeline holds a lock.
 /// Cancelling a task cancels the underlying work only when no other task
 /// shares it.
+///
+/// The pipeline keeps a running task alive until it completes, so a task
+/// nobody keeps still runs to its end and its `events` still end:
+///
+/// ```swift
+/// for await event in pipeline.imageTask(with: request).events {
+///     if case .finished(let outcome) = event { print(outcome) }
+/// }
+/// ```
 public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     /// What the task loads.
     public let request: ImageRequest

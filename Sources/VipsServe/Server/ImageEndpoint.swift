@@ -32,7 +32,7 @@ final class ImageEndpoint: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         responses = ResponseCache(byteLimit: configuration.responseCacheBytes)
-        processed = configuration.diskCache.map { ProcessedCache(disk: $0, log: configuration.log) }
+        processed = configuration.dataCache.map { ProcessedCache(disk: $0, log: configuration.log) }
         renders = RenderTable(limit: configuration.queueLimit)
         admission = MemoryAdmission(
             budget: configuration.memoryBudget

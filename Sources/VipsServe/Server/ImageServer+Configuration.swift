@@ -75,9 +75,16 @@ extension ImageServer {
         /// and the pipeline's memory cache (`defaultMemoryBudget`).
         public var memoryBudget: Int?
         /// Where encoded responses are kept between runs (so a restarted
-        /// server makes nothing it made before); nil for no disk cache.
-        /// Default nil.
-        public var diskCache: DiskCache?
+        /// server makes nothing it made before); nil for none. Default nil.
+        /// (Named as `ImagePipeline.Configuration.dataCache`, the pipeline's
+        /// cache of encoded originals: both keep encoded bytes, not bitmaps.)
+        public var dataCache: DiskCache?
+        /// The former name of `dataCache`.
+        @available(*, deprecated, renamed: "dataCache")
+        public var diskCache: DiskCache? {
+            get { dataCache }
+            set { dataCache = newValue }
+        }
         /// Threads of libmicrohttpd serving connections (each with its own
         /// epoll set). Default 1: it only parses requests and sends
         /// responses, which one thread does at well over 10,000 a second.

@@ -9,13 +9,20 @@ import VipsLoad
 /// on disk, identical requests made once.
 ///
 /// ```swift
+/// import VipsServe
+///
 /// let pipeline = ImagePipeline()
 /// var configuration = ImageServer.Configuration()
-/// configuration.port = 0                      // any free port
+/// configuration.port = 0                        // any free port
+/// // Where images may come from: every other source is refused with 403. Here, files under
+/// // /srv/images (`local:///photo.jpg`) and images from https://cdn.example.com.
+/// configuration.urls = ProcessingURLParser(
+///     sources: try SourcePolicy(
+///         localRoot: "/srv/images", allowedSources: [try SourcePattern("https://cdn.example.com")]))
 /// let server = try ImageServer(pipeline: pipeline, configuration: configuration)
 /// print("listening on http://127.0.0.1:\(server.port)")
 /// // ... on SIGTERM:
-/// await server.shutdown()                     // drains, then stops
+/// await server.shutdown()                       // drains, then stops
 /// ```
 ///
 /// Its network threads never wait for work: a request the caches cannot
@@ -38,7 +45,9 @@ public final class ImageServer: Sendable {
     let http: HTTPServer
     private let shutdownState = LockedState<Task<Void, Never>?>(nil)
 
-    /// Starts serving; it is listening when this returns.
+    /// Starts serving; it is listening when this returns, and has told
+    /// `configuration.log` so (`listening on http://ADDRESS:PORT`, the port
+    /// the kernel chose for port 0, an IPv6 address in brackets).
     ///
     /// - Throws: `.invalidArgument` for an `address` that is not an IP
     ///   literal; `.io` when it cannot listen (the port is in use, say).
@@ -55,6 +64,8 @@ public final class ImageServer: Sendable {
         }
         self.http = http
         router.attach(http)
+        let host = configuration.address.contains(":") ? "[\(configuration.address)]" : configuration.address
+        configuration.log?.event("listening on http://\(host):\(http.port)")
     }
 
     /// The HTTP layer for `configuration`, listening.

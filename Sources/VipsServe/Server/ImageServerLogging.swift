@@ -11,8 +11,10 @@ public protocol ImageServerLogging: Sendable {
     var logsRequests: Bool { get }
     /// One finished request.
     func request(_ entry: AccessLogEntry)
-    /// A server event in one sentence: listening, draining, stopped, a
-    /// message of libmicrohttpd's (a refused connection, a failed bind).
+    /// A server event in one sentence: listening (`listening on
+    /// http://ADDRESS:PORT`, once, on the thread that made the server, before
+    /// `ImageServer.init` returns), draining, stopped, a message of
+    /// libmicrohttpd's (a refused connection, a failed bind).
     func event(_ message: String)
 }
 

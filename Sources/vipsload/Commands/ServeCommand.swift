@@ -141,7 +141,7 @@ enum ServeCommand {
         if let folder = parsed.value("cache-dir") {
             let megabytes = try parsed.int("cache-size", default: 1024, in: 1...1_048_576)
             do throws(VipsError) {
-                options.server.diskCache = try DiskCache(
+                options.server.dataCache = try DiskCache(
                     directory: URL(fileURLWithPath: folder), sizeLimit: megabytes << 20)
             } catch {
                 Terminal.err("vipsload serve: \(error.message)")
@@ -170,8 +170,7 @@ enum ServeCommand {
             Terminal.err("vipsload serve: \(error.message)")
             return 1
         }
-        let host = options.server.address.contains(":") ? "[\(options.server.address)]" : options.server.address
-        log.writeNow("listening on http://\(host):\(server.port)")
+        // The server has reported "listening on http://ADDRESS:PORT" through `log` (written at once).
         let signal = await signals.next()
         log.event("\(signal == SIGINT ? "interrupted" : "terminated"); draining (a second signal exits at once)")
         await server.shutdown()

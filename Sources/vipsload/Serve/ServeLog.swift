@@ -32,6 +32,8 @@ final class ServeLog: ImageServerLogging {
     }
 
     func event(_ message: String) {
+        // The server's "listening on http://…" line, as it is and now, in either format (`writeNow`).
+        if message.hasPrefix("listening on ") { return writeNow(message) }
         let format = format
         let time = Date()
         queue.async {

@@ -412,12 +412,12 @@ final class ImageServingTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsserve-disk-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let target = "/insecure/rs:fit:120:120/plain/local:///photo.jpg@webp"
-        let first = try makeServer { $0.diskCache = try? DiskCache(directory: folder, sizeLimit: 64 << 20) }
+        let first = try makeServer { $0.dataCache = try? DiskCache(directory: folder, sizeLimit: 64 << 20) }
         let made = try get(first, target)
         XCTAssertEqual(made.status, 200)
         XCTAssertEqual(metric(first, "vipsload_decodes_total"), 1)
         await first.shutdown()
-        let second = try makeServer { $0.diskCache = try? DiskCache(directory: folder, sizeLimit: 64 << 20) }
+        let second = try makeServer { $0.dataCache = try? DiskCache(directory: folder, sizeLimit: 64 << 20) }
         let again = try get(second, target)
         XCTAssertEqual(again.status, 200)
         XCTAssertEqual(again.body, made.body)

@@ -40,13 +40,13 @@ struct BMPPixelReader {
             let (start, overflow) = header.stride.multipliedReportingOverflow(by: index)
             let (offset, overflowed) = header.pixelOffset.addingReportingOverflow(start)
             guard !overflow, !overflowed, offset < bytes.count else {
-                if strict { throw truncated(index) }
+                try tolerate(truncated(index), strict: strict)
                 return
             }
             // A row the file cuts short is decoded as far as it goes (the rest reads as zeros).
             let partial = bytes.tail(from: offset)
             if partial.count < header.stride {
-                if strict { throw truncated(index) }
+                try tolerate(truncated(index), strict: strict)
                 var padded = [UInt8](repeating: 0, count: header.stride)
                 padded.withUnsafeMutableBytes { $0.copyMemory(from: partial.bytes) }
                 padded.withUnsafeBytes { decodeRow(ByteView(bytes: $0), y: row(index), channels: channels, canvas) }
@@ -117,7 +117,7 @@ struct BMPPixelReader {
                 nextCheck = position + 64 * width
             }
             guard let count = data.u8(at).map(Int.init), let value = data.u8(at + 1) else {
-                if strict { throw truncated(position / width) }
+                try tolerate(truncated(position / width), strict: strict)
                 return
             }
             at += 2
@@ -140,7 +140,7 @@ struct BMPPixelReader {
                 return
             case 2:
                 guard let right = data.u8(at).map(Int.init), let up = data.u8(at + 1).map(Int.init) else {
-                    if strict { throw truncated(position / width) }
+                    try tolerate(truncated(position / width), strict: strict)
                     return
                 }
                 at += 2
@@ -152,7 +152,7 @@ struct BMPPixelReader {
                 let count = Int(value)
                 let length = four ? (count + 1) / 2 : count
                 guard let run = data.slice(at, length) else {
-                    if strict { throw truncated(position / width) }
+                    try tolerate(truncated(position / width), strict: strict)
                     for byte in data.tail(from: at).bytes {
                         if four {
                             put(Int(byte >> 4))

@@ -49,7 +49,12 @@ struct ICOCodec: RasterCodec {
         inner.allowedFormats = [.png]
         var decoder = ImageDecoder(options: inner)
         decoder.inputName = label
-        return try decoder.decode(.data(Data(payload.bytes)))
+        let bitmap = try decoder.decode(.data(Data(payload.bytes)))
+        // The inner decode took its own warnings: a damaged entry marks the icon's decode too.
+        if bitmap.source?.decodedLeniently == true {
+            VipsRuntime.countWarning("\(label): the \(format) entry's PNG is damaged")
+        }
+        return bitmap
     }
 
     /// The AND mask after the colour rows: 1 bit a pixel, rows padded to 4
@@ -64,7 +69,8 @@ struct ICOCodec: RasterCodec {
         for index in 0..<dib.height {
             guard let row = payload.slice(start + index * stride, stride) else {
                 // No mask (or a short one): the rest stays opaque.
-                if strict { throw VipsError(.truncatedData, "\(label): the \(format) entry's AND mask is cut short") }
+                try tolerate(
+                    VipsError(.truncatedData, "\(label): the \(format) entry's AND mask is cut short"), strict: strict)
                 return
             }
             let y = dib.topDown ? index : dib.height - 1 - index

@@ -23,3 +23,12 @@ extension RasterCodec {
     /// Always direct: there is no other decoder to hand over to.
     func route(_ header: Header, options: DecodeOptions) -> DecodeRoute { .direct }
 }
+
+/// A defect a lenient decode works around (pixel data or a mask cut short): strict mode throws
+/// `error`; lenient mode goes on and counts it as this thread's warning, so the bitmap reports
+/// `BitmapSource.decodedLeniently` as a lenient JPEG or PNG decode of damaged data does.
+func tolerate(_ error: @autoclosure () -> VipsError, strict: Bool) throws(VipsError) {
+    let error = error()
+    if strict { throw error }
+    VipsRuntime.countWarning(error.message)
+}

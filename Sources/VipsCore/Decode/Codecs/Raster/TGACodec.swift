@@ -52,14 +52,14 @@ struct TGACodec: RasterCodec {
             }
             if tga.rle {
                 guard let packet = data.u8(at) else {
-                    if options.strict { throw truncated() }
+                    try tolerate(truncated(), strict: options.strict)
                     break
                 }
                 at += 1
                 let count = Int(packet & 0x7F) + 1
                 if packet & 0x80 != 0 {
                     guard let pixel = data.slice(at, pixelBytes) else {
-                        if options.strict { throw truncated() }
+                        try tolerate(truncated(), strict: options.strict)
                         break
                     }
                     at += pixelBytes
@@ -67,7 +67,7 @@ struct TGACodec: RasterCodec {
                 } else {
                     for _ in 0..<count where position < total {
                         guard let pixel = data.slice(at, pixelBytes) else {
-                            if options.strict { throw truncated() }
+                            try tolerate(truncated(), strict: options.strict)
                             return canvas.bitmap()
                         }
                         at += pixelBytes
@@ -76,7 +76,7 @@ struct TGACodec: RasterCodec {
                 }
             } else {
                 guard let pixel = data.slice(at, pixelBytes) else {
-                    if options.strict { throw truncated() }
+                    try tolerate(truncated(), strict: options.strict)
                     break
                 }
                 at += pixelBytes
