@@ -94,6 +94,9 @@ extension ImageServer {
         public var urls = ProcessingURLParser(sources: .none)
         /// Where the access log and the server's events go; nil for nowhere. Default nil.
         public var log: (any ImageServerLogging)?
+        /// How results are encoded where the URL leaves it open (qualities,
+        /// preferred formats, `Accept` and client hints). Default imgproxy's.
+        public var output = OutputSettings()
 
         /// The defaults, as each property documents.
         public init() {}

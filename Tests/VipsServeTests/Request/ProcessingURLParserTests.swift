@@ -249,9 +249,16 @@ final class ProcessingURLParserTests: XCTestCase {
         assertOptionRefused("dpr:-1")
         assertOptionRefused("f:PNG")
         assertOptionRefused("f:foo")
-        for format in ["tiff", "bmp", "heic", "jxl", "svg", "ico", "best"] {
+        // SVG is only passed through by imgproxy, `best` is imgproxy Pro's.
+        for format in ["svg", "best"] {
             assertOptionRefused("f:\(format)", .unsupportedFormat, naming: format)
             assertRefused("/_/plain/http://example.com/a.jpg@\(format)", .unsupportedFormat, naming: format)
+        }
+        for (name, format) in [
+            ("tiff", ProcessingOptions.Format.tiff), ("bmp", .bmp), ("heic", .heic), ("jxl", .jxl), ("ico", .ico)
+        ] {
+            XCTAssertEqual(options("f:\(name)")?.format, format, name)
+            XCTAssertEqual(try parser.parseURL("/_/plain/http://example.com/a.jpg@\(name)").options.format, format)
         }
         XCTAssertEqual(try parser.parseURL("/_/plain/http://example.com/a.jpg@jpeg").options.format, .jpeg)
     }
