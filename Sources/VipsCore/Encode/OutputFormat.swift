@@ -1,6 +1,6 @@
 import Foundation
 
-/// An output format with its settings, for `ImageEncoder.encode(_:as:keepingMetadata:background:)`,
+/// An output format with its settings, for `ImageEncoder.encode(_:as:keepingMetadata:background:keepingColorProfile:greyscale:)`,
 /// `ImageEncoder.encode(_:as:)` (animations) and `ImagePipeline.encodedImage(for:as:)`.
 /// Out-of-range settings are `.invalidArgument`, never clamped silently.
 public enum OutputFormat: Sendable, Hashable, CustomStringConvertible {

@@ -308,7 +308,11 @@ final class ImageEndpoint: Sendable {
         for name in ["Sec-CH-Width", "Width"] {
             guard let text = request.header(name), !text.isEmpty else { continue }
             if let value = Int(text.trimmingCharacters(in: .whitespaces)), value > 0 {
-                defaults.width = Int((Double(value) / dpr).rounded())
+                // A client's width is never a 400: at most the result limit (imgproxy has none; a
+                // result that large is the image itself unless the URL enlarges).
+                let limit = Double(configuration.urls.limits.maxResultDimension)
+                let width = (Double(value) / dpr).rounded()
+                defaults.width = Int(width * dpr > limit ? (limit / dpr).rounded(.down) : width)
                 break
             }
         }

@@ -300,6 +300,10 @@ final class OutputFormatServingTests: XCTestCase {
             tags[response.header("ETag") ?? ""] = headers
         }
         XCTAssertEqual(tags.count, 5, "hints are part of the key (dpr 1 width 200 twice: one tag)")
+        // A width past the result limit is held to it (a header never makes a 400).
+        let huge = try get(hints, target, headers: ["Width": "99999", "DPR": "3"])
+        XCTAssertEqual(huge.status, 200, huge.text)
+        XCTAssertEqual(try decoded(huge).width, 800, "not enlarged")
         // The URL's options override the hints.
         let overridden = try get(hints, "/insecure/w:120/plain/local:///photo.jpg@png", headers: ["Width": "400"])
         XCTAssertEqual(try decoded(overridden).width, 120)
