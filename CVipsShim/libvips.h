@@ -79,11 +79,13 @@
     X(vips_image_write_to_buffer) \
     X(vips_init) \
     X(vips_jpegsave_buffer) \
+    X(vips_jxlsave_buffer) \
     X(vips_linear) \
     X(vips_linear1) \
     X(vips_moreeq_const1) \
     X(vips_multiply) \
     X(vips_object_map) \
+    X(vips_operation_block_set) \
     X(vips_perlin) \
     X(vips_pngsave_buffer) \
     X(vips_premultiply) \
@@ -98,6 +100,7 @@
     X(vips_source_new_from_file) \
     X(vips_source_new_from_memory) \
     X(vips_thumbnail_image) \
+    X(vips_tiffsave_buffer) \
     X(vips_type_find) \
     X(vips_unpremultiply) \
     X(vips_vector_set_enabled) \

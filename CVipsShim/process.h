@@ -113,4 +113,23 @@ static inline int vl_gifsave_options(const VLLibVips *v, VipsImage *in, void **b
     return v->vips_gifsave_buffer(in, buf, len, "strip", strip, NULL);
 }
 
+/* HEIC is HEIF with HEVC compression, 8 bits a sample (as imgproxy saves it). */
+static inline int vl_heicsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                      int effort, gboolean strip) {
+    return v->vips_heifsave_buffer(in, buf, len, "Q", quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_HEVC,
+                                   "bitdepth", 8, "effort", effort, "strip", strip, NULL);
+}
+
+static inline int vl_jxlsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                     int effort, gboolean lossless, gboolean strip) {
+    return v->vips_jxlsave_buffer(in, buf, len, "Q", quality, "effort", effort, "lossless", lossless,
+                                  "strip", strip, NULL);
+}
+
+/* TIFF at Q (used by its JPEG compression only; libvips' default compression is none, as imgproxy saves it). */
+static inline int vl_tiffsave_options(const VLLibVips *v, VipsImage *in, void **buf, size_t *len, int quality,
+                                      gboolean strip) {
+    return v->vips_tiffsave_buffer(in, buf, len, "Q", quality, "strip", strip, NULL);
+}
+
 #endif

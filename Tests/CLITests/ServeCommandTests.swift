@@ -113,6 +113,36 @@ final class ServeCommandTests: XCTestCase {
         }
     }
 
+    func testEncodingFlagsReachTheServerAndBadListsAreUsageErrors() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vipsload-serve-output-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try ImageSynthesizer.data(width: 200, height: 100, seed: 1, format: .webp())
+            .write(to: folder.appendingPathComponent("a.webp"))
+        let child = try start([
+            "--root", folder.path, "--preferred-formats", "png,jpeg", "--auto-avif", "--format-quality", "avif=30",
+            "--quality", "50", "--client-hints"
+        ])
+        let connection = try TestConnection(port: child.port)
+        let kept = try connection.request("/insecure/plain/local:///a.webp", headers: ["Width": "50"])
+        XCTAssertEqual(kept.status, 200, kept.text)
+        XCTAssertEqual(kept.header("Content-Type"), "image/png", "the first preferred format that holds it")
+        XCTAssertEqual(kept.header("Vary"), "Accept, Sec-CH-DPR, DPR, Sec-CH-Width, Width")
+        XCTAssertEqual(try ImageDecoder().decode(.data(kept.body)).width, 50, "Width hint")
+        let avif = try connection.request("/insecure/w:40/plain/local:///a.webp", headers: ["Accept": "image/avif"])
+        XCTAssertEqual(avif.header("Content-Type"), "image/avif")
+        child.send(SIGTERM)
+        XCTAssertEqual(child.wait().status, 0)
+        for arguments in [
+            ["--quality", "0"], ["--format-quality", "avif"], ["--format-quality", "foo=10"],
+            ["--format-quality", "webp=101"], ["--preferred-formats", "svg"], ["--preferred-formats", ","]
+        ] {
+            let bad = try CLIHarness.run(["serve", "--port", "0"] + arguments)
+            XCTAssertEqual(bad.status, 2, "\(arguments): \(bad.stderr)")
+            XCTAssertFalse(bad.stderr.isEmpty, "the reason, on stderr")
+        }
+    }
+
     func testSIGINTDrainsToo() throws {
         let child = try start()
         child.send(SIGINT)

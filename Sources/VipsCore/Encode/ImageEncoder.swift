@@ -1,7 +1,7 @@
 import CVipsShim
 import Foundation
 
-/// Encodes bitmaps to JPEG, PNG, WebP, AVIF or GIF (see `OutputFormat`).
+/// Encodes bitmaps to JPEG, PNG, WebP, AVIF, GIF, JPEG XL, HEIC, TIFF, BMP or ICO (see `OutputFormat`).
 public struct ImageEncoder: Sendable {
     /// Whether 3-channel JPEG output takes the direct libjpeg-turbo encoder
     /// (see `encodeJPEGDirectly`); false sends everything through libvips, for
@@ -20,16 +20,43 @@ public struct ImageEncoder: Sendable {
     /// profile, the sRGB profile the decoded pixels are in is embedded. A
     /// format without alpha (JPEG) flattens transparency onto `background`.
     ///
-    /// - Throws: `.invalidArgument` for settings out of range, `.encodeFailed`
-    ///   when libvips cannot write the format.
+    /// `keepingColorProfile` overrides whether that sRGB profile is embedded
+    /// (for a source that had a profile, in a format that stores one: not GIF,
+    /// BMP or ICO); nil embeds it exactly when metadata is kept. `greyscale`
+    /// writes the image in libvips' B_W colour space (one band, two with
+    /// alpha: the luminance), for a source that was greyscale; BMP is always
+    /// written as RGB(A).
+    ///
+    /// - Throws: `.invalidArgument` for settings out of range (and an ICO
+    ///   over 256×256), `.encodeFailed` when libvips cannot write the format.
     public func encode(
         _ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false,
-        background: Colour = .white
+        background: Colour = .white, keepingColorProfile: Bool? = nil, greyscale: Bool = false
     ) throws(VipsError) -> EncodedImage {
         try format.validate()
+        if case .bmp = format {
+            return EncodedImage(
+                data: try Self.bmp(bitmap), format: format, width: bitmap.width, height: bitmap.height)
+        }
+        if case .ico = format {
+            guard bitmap.width <= 256, bitmap.height <= 256 else {
+                throw VipsError(
+                    .invalidArgument, "encode ico: \(bitmap.width)×\(bitmap.height) is over ICO's 256×256")
+            }
+            let png = try encode(
+                bitmap, as: .png(), keepingMetadata: false, background: background, keepingColorProfile: false,
+                greyscale: greyscale)
+            return EncodedImage(
+                data: Self.ico(png: png.data, width: bitmap.width, height: bitmap.height), format: format,
+                width: bitmap.width, height: bitmap.height)
+        }
+        let embedsProfile =
+            (keepingColorProfile ?? keepingMetadata) && format.storesColorProfile && !greyscale
+            && bitmap.source?.metadata?.hadICCProfile == true
         // Without metadata to write, 3-channel JPEG needs no libvips (the same bytes; see encodeJPEGDirectly).
         // RGBA is flattened first, as libvips would (see `flattened`).
-        if usesDirectPaths, !keepingMetadata, case .jpeg(let quality, let progressive, let chroma) = format,
+        if usesDirectPaths, !keepingMetadata, !embedsProfile, !greyscale,
+            case .jpeg(let quality, let progressive, let chroma) = format,
             let opaque = bitmap.channels == 4 ? Self.flattened(bitmap, onto: background) : bitmap,
             let data = try Self.encodeJPEGDirectly(opaque, quality: quality, progressive: progressive, chroma: chroma)
         {
@@ -46,19 +73,26 @@ public struct ImageEncoder: Sendable {
                 }
             }
         }
-        let strip: gboolean = keepingMetadata ? 0 : 1
-        if keepingMetadata, let metadata = bitmap.source?.metadata {
+        if greyscale {
+            image = try image.apply(.encodeFailed, "\(label): greyscale") {
+                vl_colourspace(LibVips.table, $0, $1, VIPS_INTERPRETATION_B_W)
+            }
+        }
+        // The wrapped bitmap carries no metadata of its own: only what is attached here is written.
+        let strip: gboolean = keepingMetadata || embedsProfile ? 0 : 1
+        if keepingMetadata || embedsProfile, let metadata = bitmap.source?.metadata {
             // A private copy to attach fields to (the wrap is shared by nobody, but stays read-only).
             image = try image.apply(.encodeFailed, "\(label): metadata") {
-                vl_copy_interpretation(LibVips.table, $0, $1, VIPS_INTERPRETATION_sRGB)
+                vl_copy_interpretation(
+                    LibVips.table, $0, $1, greyscale ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB)
             }
-            if let exif = metadata.exif {
+            if keepingMetadata, let exif = metadata.exif {
                 exif.withUnsafeBytes {
                     libvips.vips_image_set_blob_copy(image.pointer, "exif-data", $0.baseAddress, $0.count)
                 }
             }
             libvips.vips_image_set_int(image.pointer, "orientation", 1)
-            if metadata.hadICCProfile, let profile = vl_srgb_profile(LibVips.table) {
+            if embedsProfile, let profile = vl_srgb_profile(LibVips.table) {
                 var length = 0
                 if let bytes = libvips.vips_blob_get(profile, &length) {
                     libvips.vips_image_set_blob_copy(image.pointer, "icc-profile-data", bytes, length)
@@ -92,6 +126,18 @@ public struct ImageEncoder: Sendable {
                     LibVips.table, image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
             case .gif:
                 return vl_gifsave_options(LibVips.table, image.pointer, &buffer, &length, strip)
+            case .jxl(let quality, let effort, let lossless):
+                return vl_jxlsave_options(
+                    LibVips.table, image.pointer, &buffer, &length, Int32(quality), Int32(effort), lossless ? 1 : 0,
+                    strip)
+            case .heic(let quality, let effort):
+                return vl_heicsave_options(
+                    LibVips.table, image.pointer, &buffer, &length, Int32(quality), Int32(effort), strip)
+            case .tiff(let quality):
+                return vl_tiffsave_options(LibVips.table, image.pointer, &buffer, &length, Int32(quality), strip)
+            case .bmp, .ico:
+                // Written in Swift above.
+                return -1
             }
         }
         guard status == 0, let buffer else {

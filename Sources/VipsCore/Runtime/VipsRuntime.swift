@@ -43,6 +43,14 @@ public enum VipsRuntime {
     public static func setUntrustedLoadersAllowed(_ allowed: Bool) throws(VipsError) {
         try start()
         libvips.vips_block_untrusted_set(allowed ? 0 : 1)
+        allowJXLSaver()
+    }
+
+    /// libvips marks all of libjxl untrusted, its saver too; but the saver
+    /// only ever encodes this process's own pixels (nothing hostile is
+    /// parsed), so it stays open while the loader stays blocked.
+    private static func allowJXLSaver() {
+        libvips.vips_operation_block_set("VipsForeignSaveJxl", 0)
     }
 
     /// Tunes glibc's allocator for a process that decodes many images on
@@ -211,6 +219,7 @@ public enum VipsRuntime {
         libvips.vips_concurrency_set(1)
         // Hostile input is the normal case: untrusted loaders stay off unless asked.
         libvips.vips_block_untrusted_set(1)
+        allowJXLSaver()
         // Route libvips' GLib messages away from stderr; count the warnings.
         // Info and debug messages (libvips narrating every thumbnail step)
         // are swallowed without counting: they are not problems.

@@ -48,18 +48,23 @@ extension ImagePipeline {
     /// such as libheif's AVIF encode, runs to its end first). For a bitmap the caller
     /// already has, such as one whose format is chosen from its own alpha, or
     /// one decoded elsewhere. `keepingMetadata` and `background` are as for
-    /// `encodedImage(for:as:keepingMetadata:background:)`; errors name `label`.
+    /// `encodedImage(for:as:keepingMetadata:background:)`, `keepingColorProfile`
+    /// and `greyscale` as for `ImageEncoder.encode(_:as:keepingMetadata:background:keepingColorProfile:greyscale:)`;
+    /// errors name `label`.
     ///
     /// - Throws: `.invalidArgument` for format settings out of range; `.encodeFailed`.
     public nonisolated(nonsending) func encode(
         _ bitmap: Bitmap, as format: OutputFormat, keepingMetadata: Bool = false, background: Colour = .white,
+        keepingColorProfile: Bool? = nil, greyscale: Bool = false,
         priority: ImageRequest.Priority = .normal, label: String = "image"
     ) async throws(VipsError) -> EncodedImage {
         try format.validate()
         do throws(VipsError) {
             return try await engine.decodePool.runStoppable(priority: priority, label: label) {
                 () throws(VipsError) -> EncodedImage in
-                try ImageEncoder().encode(bitmap, as: format, keepingMetadata: keepingMetadata, background: background)
+                try ImageEncoder().encode(
+                    bitmap, as: format, keepingMetadata: keepingMetadata, background: background,
+                    keepingColorProfile: keepingColorProfile, greyscale: greyscale)
             }
         } catch {
             throw error.about(label)

@@ -70,6 +70,19 @@ extension ProcessingOptions {
         case "return_attachment", "att":
             try option.atMost(1)
             returnAttachment = try option.bool(at: 0)
+        case "format_quality", "fq": try applyFormatQuality(option)
+        case "max_bytes", "mb":
+            try option.atMost(1)
+            maxBytes = try option.nonNegativeInt(at: 0)
+        case "strip_color_profile", "scp":
+            try option.atMost(1)
+            stripColorProfile = try option.bool(at: 0)
+        case "keep_copyright", "kcr":
+            try option.atMost(1)
+            keepCopyright = try option.bool(at: 0)
+        case "preserve_hdr", "ph":
+            try option.atMost(1)
+            preserveHDR = try option.bool(at: 0)
         default:
             if let known = Self.unsupportedOptions[String(name)] {
                 throw ProcessingURLError(.unsupportedOption, "option \(name) (\(known)) is not supported")
@@ -209,6 +222,24 @@ extension ProcessingOptions {
         }
     }
 
+    /// `fq:%format1:%quality1:%format2:%quality2…`: pairs, each setting one
+    /// format's quality (0 clears it), as imgproxy's `applyFormatQualityOption`.
+    private mutating func applyFormatQuality(_ option: OptionArguments) throws(ProcessingURLError) {
+        guard option.values.count % 2 == 0 else {
+            throw option.invalid("missing the quality for \(option.values[option.values.count - 1])")
+        }
+        var updated = formatQuality
+        for index in stride(from: 0, to: option.values.count, by: 2) {
+            let name = option.values[index]
+            guard let format = try Self.format(named: name, option: option.name) else {
+                throw option.invalid("\(name) is not an output format")
+            }
+            let quality = try option.int(at: index + 1, in: 0...100)
+            updated[format] = quality == 0 ? nil : quality
+        }
+        formatQuality = updated
+    }
+
     /// An output format by its imgproxy name.
     static func format(named name: Substring, option: String) throws(ProcessingURLError) -> Format? {
         switch name {
@@ -228,9 +259,12 @@ extension ProcessingOptions {
     /// Gravity types `extend` accepts: all but smart.
     static let extendGravityKinds = Set(Gravity.Kind.allCases).subtracting([.smart])
     /// Formats imgproxy writes and this server does not (422).
-    static let unsupportedFormats: Set<String> = ["jxl", "ico", "svg", "heic", "bmp", "tiff", "best"]
+    /// SVG is only passed through by imgproxy (never written from pixels);
+    /// `best` is imgproxy Pro's.
+    static let unsupportedFormats: Set<String> = ["svg", "best"]
 
-    /// imgproxy's other options (open source and Pro), refused by name with what they do.
+    /// imgproxy's other options (open source and Pro), refused by name with what they do
+    /// (an entry whose name the switch above handles is never reached).
     static let unsupportedOptions: [String: String] = {
         var table: [String: String] = [:]
         for (names, what) in [

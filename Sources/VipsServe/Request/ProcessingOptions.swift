@@ -96,6 +96,16 @@ public struct ProcessingOptions: Sendable, Hashable {
         case avif
         /// GIF.
         case gif
+        /// JPEG XL (libjxl, at imgproxy's effort 4).
+        case jxl
+        /// HEIC (HEIF with HEVC).
+        case heic
+        /// TIFF (uncompressed).
+        case tiff
+        /// BMP (uncompressed).
+        case bmp
+        /// ICO (one PNG; results up to 256×256).
+        case ico
 
         /// The format's encoder settings, with `quality` (1–100) where the format has one.
         public func outputFormat(quality: Int?) -> OutputFormat {
@@ -105,6 +115,37 @@ public struct ProcessingOptions: Sendable, Hashable {
             case .webp: return quality.map { .webp(quality: $0) } ?? .webp()
             case .avif: return quality.map { .avif(quality: $0) } ?? .avif()
             case .gif: return .gif
+            // imgproxy's IMGPROXY_JXL_EFFORT default.
+            case .jxl: return .jxl(quality: quality ?? 75, effort: 4)
+            case .heic: return quality.map { .heic(quality: $0) } ?? .heic()
+            case .tiff: return quality.map { .tiff(quality: $0) } ?? .tiff()
+            case .bmp: return .bmp
+            case .ico: return .ico
+            }
+        }
+
+        /// Whether the format has a quality setting (imgproxy's `SupportsQuality`:
+        /// `quality`, `format_quality` and `max_bytes` apply).
+        public var hasQuality: Bool { [.jpeg, .webp, .avif, .jxl, .heic, .tiff].contains(self) }
+
+        /// Whether the format stores transparency (all but JPEG).
+        public var supportsAlpha: Bool { self != .jpeg }
+
+        /// The output format a source of `format` is written in when it is kept; nil when this server
+        /// cannot write it (SVG, PDF...).
+        public init?(source format: ImageFormat) {
+            switch format {
+            case .jpeg: self = .jpeg
+            case .png: self = .png
+            case .webp: self = .webp
+            case .avif: self = .avif
+            case .gif: self = .gif
+            case .jxl: self = .jxl
+            case .heif: self = .heic
+            case .tiff: self = .tiff
+            case .bmp: self = .bmp
+            case .ico: self = .ico
+            default: return nil
             }
         }
     }
@@ -168,6 +209,20 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// `return_attachment` (`att`): `Content-Disposition: attachment` rather
     /// than `inline`. Default false.
     public var returnAttachment = false
+    /// `format_quality` (`fq:%format1:%quality1:…`): the quality per output
+    /// format, used when `quality` is 0. Default none (the server's).
+    public var formatQuality: [Format: Int] = [:]
+    /// `max_bytes`: when positive, the quality of a format that has one is
+    /// lowered until the result fits in this many bytes (down to 10 at the
+    /// lowest, imgproxy's algorithm). Default 0: no limit.
+    public var maxBytes = 0
+    /// `strip_color_profile`; nil (the default) is the server's
+    /// (`ImageServer.OutputSettings.stripColorProfile`).
+    public var stripColorProfile: Bool?
+    /// `keep_copyright`; nil (the default) is the server's.
+    public var keepCopyright: Bool?
+    /// `preserve_hdr`; nil (the default) is the server's.
+    public var preserveHDR: Bool?
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -215,6 +270,16 @@ public struct ProcessingOptions: Sendable, Hashable {
         // The encoded form: a name may hold `:` or `/`, which would split the segment.
         if let filename { segments.append("fn:\(URLSigningKey.base64URL(Array(filename.utf8))):1") }
         if returnAttachment { segments.append("att:1") }
+        if !formatQuality.isEmpty {
+            let pairs = formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                "\($0.key.rawValue):\($0.value)"
+            }
+            segments.append("fq:" + pairs.joined(separator: ":"))
+        }
+        if maxBytes != 0 { segments.append("mb:\(maxBytes)") }
+        if let stripColorProfile { segments.append("scp:\(stripColorProfile ? 1 : 0)") }
+        if let keepCopyright { segments.append("kcr:\(keepCopyright ? 1 : 0)") }
+        if let preserveHDR { segments.append("ph:\(preserveHDR ? 1 : 0)") }
         return segments
     }
 }

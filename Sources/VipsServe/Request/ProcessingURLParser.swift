@@ -62,7 +62,13 @@ public struct ProcessingURLParser: Sendable {
     ///   for a source the policy refuses, a missing file, a malformed URL or
     ///   option, 422 for an output format this server does not encode.
     public func parse(_ target: String) throws(ProcessingURLError) -> ProcessingRequest {
-        let url = try parseURL(target)
+        try parse(target, defaults: ProcessingOptions())
+    }
+
+    /// `parse(_:)`, the URL's options applied over `defaults` (the state
+    /// before the first option: imgproxy's client hints set `dpr` and `width` there).
+    public func parse(_ target: String, defaults: ProcessingOptions) throws(ProcessingURLError) -> ProcessingRequest {
+        let url = try parseURL(target, defaults: defaults)
         let source = try sources.resolve(url.source, encoding: url.encoding)
         // Every redirect of the source's download must pass the policy the source passed.
         let policy = sources
@@ -76,6 +82,13 @@ public struct ProcessingURLParser: Sendable {
     ///
     /// - Throws: `ProcessingURLError` (403, 404 or 422), as `parse(_:)`.
     public func parseURL(_ target: String) throws(ProcessingURLError) -> ProcessingURL {
+        try parseURL(target, defaults: ProcessingOptions())
+    }
+
+    /// `parseURL(_:)`, the options applied over `defaults`.
+    public func parseURL(
+        _ target: String, defaults: ProcessingOptions
+    ) throws(ProcessingURLError) -> ProcessingURL {
         // Bytes, as imgproxy (Go) reads the path: `/`, `:`, `@`, `.` and `?` split wherever
         // they are, whatever follows them (a Character-wise split would keep "/" with a
         // combining mark after it whole).
@@ -108,7 +121,7 @@ public struct ProcessingURLParser: Sendable {
         if let first = parts.first, ProcessingOptions.ResizingType(rawValue: Self.text(first)) != nil {
             throw ProcessingURLError(.malformedURL, "the basic URL format (/\(Self.text(first))/…) is not supported")
         }
-        var options = ProcessingOptions()
+        var options = defaults
         var index = 0
         while index < parts.count {
             let arguments = parts[index].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)

@@ -1,6 +1,7 @@
-/// The output format a client's `Accept` field asks for, when the URL leaves
-/// it to the server: AVIF if accepted, else WebP, else the source's family
-/// (JPEG, or PNG for an image with alpha).
+/// What a client's `Accept` field names: `acceptedTypes` is what the server
+/// reads (`ImageServer.OutputSettings.negotiated` decides from it, with
+/// imgproxy's `AUTO_*`/`ENFORCE_*` switches); the enum is the choice with
+/// AVIF and WebP both on: AVIF if accepted, else WebP, else the source's family.
 ///
 /// Only an explicit media type counts (`image/avif`, `image/webp`, with a
 /// quality above 0): `image/*` and `*/*` do not promise a decoder for either.
@@ -12,6 +13,18 @@ enum FormatNegotiation: String, Sendable, Hashable {
 
     /// The choice for the `Accept` field `accept` (nil: none sent).
     init(accept: String?) {
+        let accepted = Self.acceptedTypes(accept)
+        if accepted.contains("image/avif") {
+            self = .avif
+        } else if accepted.contains("image/webp") {
+            self = .webp
+        } else {
+            self = .sourceFamily
+        }
+    }
+
+    /// The media types an `Accept` field names with a quality above 0, in lower case.
+    static func acceptedTypes(_ accept: String?) -> Set<String> {
         var accepted: Set<String> = []
         for range in (accept ?? "").split(separator: ",") {
             let parts = range.split(separator: ";")
@@ -25,12 +38,6 @@ enum FormatNegotiation: String, Sendable, Hashable {
             }
             if quality > 0 { accepted.insert(type) }
         }
-        if accepted.contains("image/avif") {
-            self = .avif
-        } else if accepted.contains("image/webp") {
-            self = .webp
-        } else {
-            self = .sourceFamily
-        }
+        return accepted
     }
 }

@@ -112,7 +112,7 @@ extension ImageEndpoint {
         }
         let format = await source.sniff(data.input)
         if case .skip(let formats) = job.unprocessed {
-            let asked = job.variesByAccept ? nil : job.knownFormat?.imageFormat
+            let asked = job.vary.contains("Accept") ? nil : job.knownFormat?.imageFormat
             guard let format, formats.contains(format), asked == nil || asked == format else {
                 var rendered = job
                 rendered.unprocessed = nil

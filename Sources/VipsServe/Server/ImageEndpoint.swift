@@ -236,9 +236,8 @@ final class ImageEndpoint: Sendable {
         var request = request
         if job.keepsMetadata { request.options.insert(.keepMetadata) }
         let bitmap = try await source.bitmap(for: request)
-        return try await pipeline.encode(
-            bitmap, as: job.encoding.format(for: bitmap), keepingMetadata: job.keepsMetadata,
-            background: job.background, priority: request.priority, label: request.source.description)
+        return try await job.encode(
+            bitmap, pipeline: pipeline, priority: request.priority, label: request.source.description)
     }
 
     // MARK: - Resolving
@@ -249,9 +248,10 @@ final class ImageEndpoint: Sendable {
     /// source policy), a local file's identity is one `stat`, and the format
     /// is the URL's or negotiated from `Accept`.
     private func resolve(_ request: borrowing HTTPRequest) -> Result<RenderJob, ErrorStatus> {
+        let settings = configuration.output
         let processing: ProcessingRequest
         do throws(ProcessingURLError) {
-            processing = try configuration.urls.parse(request.target)
+            processing = try configuration.urls.parse(request.target, defaults: clientHintDefaults(request))
         } catch {
             return .failure(ErrorStatus(error))
         }
@@ -266,31 +266,67 @@ final class ImageEndpoint: Sendable {
             identity = source.key
         }
         let plan = processing.output
-        let encoding: RenderJob.Encoding
-        let formatName: String
-        if let format = plan.format {
-            encoding = .format(plan.outputFormat(format))
-            formatName = format.rawValue
-        } else {
-            let choice = FormatNegotiation(accept: request.header("Accept"))
-            switch choice {
-            case .avif: encoding = .format(plan.outputFormat(.avif))
-            case .webp: encoding = .format(plan.outputFormat(.webp))
-            case .sourceFamily:
-                encoding = .sourceFamily(jpeg: plan.outputFormat(.jpeg), png: plan.outputFormat(.png))
-            }
-            formatName = "negotiated:" + choice.rawValue
-        }
+        let options = processing.options
+        let negotiated = settings.negotiated(accept: request.header("Accept"), urlFormat: plan.format)
+        let format = negotiated ?? plan.format
+        let qualities = Dictionary(
+            uniqueKeysWithValues: ProcessingOptions.Format.allCases.filter(\.hasQuality).map {
+                ($0, settings.quality(for: $0, options: options))
+            })
+        let encoding = RenderJob.Encoding(
+            format: format, preferred: settings.preferred, qualities: qualities, maxBytes: options.maxBytes,
+            keepsColorProfile: !(options.stripColorProfile ?? settings.stripColorProfile))
+        var imageRequest = processing.imageRequest
+        // Whether the source had a profile is recorded with the metadata the decode keeps.
+        if encoding.keepsColorProfile { imageRequest.options.insert(.keepMetadata) }
+        // The answer depends on `Accept` when a preference could apply: no format in the URL, or one enforced.
+        var vary: [String] = []
+        if settings.readsAccept, plan.format == nil || settings.enforcesAny { vary.append("Accept") }
+        if settings.enableClientHints { vary += ["Sec-CH-DPR", "DPR", "Sec-CH-Width", "Width"] }
+        let formatName =
+            (format.map(\.rawValue) ?? "source")
+            + "|" + settings.keyText(options: options, chosenFromSource: format == nil)
         let maxAge =
             configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)
         return .success(
             withResponseOptions(
                 RenderJob(
                     key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
-                    request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
-                    background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
-                    isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing)),
+                    request: imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
+                    background: plan.background, maxAge: maxAge, isRemote: source.filePath == nil,
+                    geometry: RenderMemoryEstimate.Geometry(processing), vary: vary),
                 processing))
+    }
+
+    /// The options a URL's own are applied over: with client hints on,
+    /// imgproxy's `dpr` from `Sec-CH-DPR` or `DPR` (0 < dpr ≤ 8) and `width`
+    /// from `Sec-CH-Width` or `Width` (physical pixels over that dpr, rounded).
+    /// The URL's options override them, and the canonical options (the cache
+    /// key and `ETag`) carry what they set.
+    private func clientHintDefaults(_ request: borrowing HTTPRequest) -> ProcessingOptions {
+        var defaults = ProcessingOptions()
+        guard configuration.output.enableClientHints else { return defaults }
+        var dpr = 1.0
+        for name in ["Sec-CH-DPR", "DPR"] {
+            guard let text = request.header(name), !text.isEmpty else { continue }
+            if let value = Double(text.trimmingCharacters(in: .whitespaces)), value > 0, value <= 8 {
+                dpr = value
+                defaults.dpr = value
+                break
+            }
+        }
+        for name in ["Sec-CH-Width", "Width"] {
+            guard let text = request.header(name), !text.isEmpty else { continue }
+            if let value = Int(text.trimmingCharacters(in: .whitespaces)), value > 0 {
+                // A client's width is never a 400: at most the result limit (imgproxy has none; a
+                // result that large is the image itself unless the URL enlarges).
+                let limit = Double(configuration.urls.limits.maxResultDimension)
+                let width = (Double(value) / dpr).rounded()
+                defaults.width = Int(width * dpr > limit ? (limit / dpr).rounded(.down) : width)
+                break
+            }
+        }
+        return defaults
     }
 }
 

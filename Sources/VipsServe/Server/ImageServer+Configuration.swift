@@ -111,6 +111,9 @@ extension ImageServer {
         /// honoured: against a local file's time, or forwarded to an
         /// `http(s)` origin (imgproxy's `IMGPROXY_USE_LAST_MODIFIED`). Default true.
         public var usesLastModified = true
+        /// How results are encoded where the URL leaves it open (qualities,
+        /// preferred formats, `Accept` and client hints). Default imgproxy's.
+        public var output = OutputSettings()
 
         /// The defaults, as each property documents.
         public init() {}

@@ -7,20 +7,42 @@ import VipsLoad
 /// and the header fields and cache lifetime of the answer. Built on the
 /// network thread from the URL (without decoding anything), made by a render.
 struct RenderJob: Sendable {
-    /// How the bitmap is encoded.
-    enum Encoding: Sendable, Hashable {
-        /// In this format.
-        case format(OutputFormat)
-        /// Negotiated for a client that takes neither AVIF nor WebP: PNG for
-        /// a bitmap with alpha, else this JPEG.
-        case sourceFamily(jpeg: OutputFormat, png: OutputFormat)
+    /// How the bitmap is encoded: imgproxy's `determineOutputFormat` and `saveImage`.
+    struct Encoding: Sendable, Hashable {
+        /// The format decided before the decode (the URL's, or one `Accept` chose);
+        /// nil when it follows from the source (`preferred`).
+        let format: ProcessingOptions.Format?
+        /// The preferred formats (`ImageServer.OutputSettings.preferredFormats`).
+        let preferred: [ProcessingOptions.Format]
+        /// The quality of each format that has one.
+        let qualities: [ProcessingOptions.Format: Int]
+        /// `max_bytes`; 0 for none.
+        let maxBytes: Int
+        /// Whether the sRGB profile is embedded for a source that had a profile.
+        let keepsColorProfile: Bool
 
-        /// The format for `bitmap`.
-        func format(for bitmap: Bitmap) -> OutputFormat {
-            switch self {
-            case .format(let format): return format
-            case .sourceFamily(let jpeg, let png): return bitmap.hasAlpha ? png : jpeg
+        /// The format for `bitmap` (the processed result): the decided one, or
+        /// the source's when preferred, else the first preferred format that
+        /// holds the result's transparency, else the first. AVIF under 16
+        /// pixels a side (libheif's minimum) is PNG with alpha, else JPEG.
+        func format(for bitmap: Bitmap) -> ProcessingOptions.Format {
+            var chosen: ProcessingOptions.Format
+            if let format {
+                chosen = format
+            } else if let source = bitmap.source.flatMap({ ProcessingOptions.Format(source: $0.info.format) }),
+                preferred.contains(source)
+            {
+                chosen = source
+            } else {
+                chosen = preferred.first { !bitmap.hasAlpha || $0.supportsAlpha } ?? preferred.first ?? .jpeg
             }
+            if chosen == .avif, bitmap.width < 16 || bitmap.height < 16 { chosen = bitmap.hasAlpha ? .png : .jpeg }
+            return chosen
+        }
+
+        /// The encoder settings of `format` at its quality.
+        func outputFormat(_ format: ProcessingOptions.Format) -> OutputFormat {
+            format.outputFormat(quality: format.hasQuality ? qualities[format] : nil)
         }
     }
 
@@ -33,8 +55,6 @@ struct RenderJob: Sendable {
     let background: Colour
     /// `Cache-Control: public, max-age=` this many seconds.
     var maxAge: Int
-    /// Whether the format was negotiated from `Accept` (`Vary: Accept`).
-    let variesByAccept: Bool
     /// Whether the source is remote: its cached responses live at most `maxAge`.
     let isRemote: Bool
     /// The URL's geometry, for the render's memory estimate.
@@ -50,18 +70,50 @@ struct RenderJob: Sendable {
     /// `raw` or `skip_processing`: the source's own bytes may be the answer.
     var unprocessed: Unprocessed? = nil
 
+    /// The request fields the answer depends on besides the URL (`Vary`), in
+    /// imgproxy's order: `Accept`, then the client hints.
+    var vary: [String] = []
+
     /// The format the render is encoded in, when it is known before the decode.
-    var knownFormat: OutputFormat? {
-        if case .format(let format) = encoding { return format }
-        return nil
-    }
+    var knownFormat: OutputFormat? { encoding.format.map(encoding.outputFormat) }
 
     /// The header fields every answer of this job carries (200 and 304 alike).
     var headers: [(String, String)] {
         var fields = [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
-        if variesByAccept { fields.append(("Vary", "Accept")) }
+        if !vary.isEmpty { fields.append(("Vary", vary.joined(separator: ", "))) }
         if let lastModified { fields.append(("Last-Modified", lastModified)) }
         return fields
+    }
+
+    /// `bitmap` encoded as this job asks, on `pipeline`'s threads: in the
+    /// format `encoding` chooses for it, grey for a greyscale source, and
+    /// with `max_bytes`, saved again at lower qualities until it fits
+    /// (imgproxy's `saveImageToFitBytes`: from the format's quality down by a
+    /// quarter, a half or three quarters by how far over it is, stopping at 10;
+    /// the last try is the answer even when over).
+    func encode(
+        _ bitmap: Bitmap, pipeline: ImagePipeline, priority: ImageRequest.Priority, label: String
+    ) async throws(VipsError) -> EncodedImage {
+        let format = encoding.format(for: bitmap)
+        let grey = bitmap.source.map { Self.isGreyscale($0.info) } ?? false
+        var output = encoding.outputFormat(format)
+        while true {
+            let encoded = try await pipeline.encode(
+                bitmap, as: output, keepingMetadata: keepsMetadata, background: background,
+                keepingColorProfile: encoding.keepsColorProfile, greyscale: grey, priority: priority, label: label)
+            guard encoding.maxBytes > 0, format.hasQuality, let quality = output.quality,
+                encoded.data.count > encoding.maxBytes, quality > 10
+            else { return encoded }
+            let excess = Double(encoded.data.count) / Double(encoding.maxBytes)
+            let factor = excess > 3 ? 0.25 : excess > 1.5 ? 0.5 : 0.75
+            let lowered = Int((Double(quality) * factor).rounded())
+            output = output.withQuality(max(1, min(quality - 1, lowered)))
+        }
+    }
+
+    /// Whether a source header is greyscale: one band, or two with alpha.
+    static func isGreyscale(_ info: ImageInfo) -> Bool {
+        info.bands == 1 || (info.bands == 2 && info.hasAlpha)
     }
 
     /// How long a cached response of this job may be served; nil for as long
@@ -89,6 +141,11 @@ struct RenderJob: Sendable {
         case .webp: return "image/webp"
         case .avif: return "image/avif"
         case .gif: return "image/gif"
+        case .jxl: return "image/jxl"
+        case .heif: return "image/heif"
+        case .tiff: return "image/tiff"
+        case .bmp: return "image/bmp"
+        case .ico: return "image/x-icon"
         default: return "application/octet-stream"
         }
     }

@@ -104,6 +104,9 @@ struct RenderMemoryEstimate: Sendable, Hashable {
         case .png: return 6
         case .jpeg: return 6
         case .gif: return 16
+        // Not measured: the other libvips-heavy encoders take AVIF's; the uncompressed ones PNG's.
+        case .jxl, .heic: return 24
+        case .tiff, .bmp, .ico: return 6
         case nil: return 24
         }
     }

@@ -45,6 +45,11 @@ enum ProcessingFlags {
             case .webp(let quality, let lossless, let effort): encoding = "webp q\(quality) l\(lossless) e\(effort)"
             case .avif(let quality, let effort): encoding = "avif q\(quality) e\(effort)"
             case .gif: encoding = "gif"
+            case .jxl(let quality, let effort, let lossless): encoding = "jxl q\(quality) e\(effort) l\(lossless)"
+            case .heic(let quality, let effort): encoding = "heic q\(quality) e\(effort)"
+            case .tiff(let quality): encoding = "tiff q\(quality)"
+            case .bmp: encoding = "bmp"
+            case .ico: encoding = "ico"
             }
             return "size=\(size) mode=\(mode) format=\(encoding) background=\(background) "
                 + "metadata=\(keepMetadata) animated=\(animated)"

@@ -21,6 +21,9 @@ enum ServeCommand {
                               [--strict] [--allow LIST] [--isolate optin|all|none] [--worker-memory MB]
                               [--max-connections N] [--max-connections-per-ip N] [--connection-timeout S]
                               [--header-timeout S] [--downloads N] [--threads N] [--log-format text|json] [--quiet]
+                              [--quality N] [--format-quality LIST] [--preferred-formats LIST]
+                              [--auto-webp|--enforce-webp] [--auto-avif|--enforce-avif] [--auto-jxl|--enforce-jxl]
+                              [--client-hints]
 
         Serves thumbnails on demand over HTTP/1.1, with imgproxy's URL format, until
         SIGTERM or SIGINT: then it stops accepting connections, answers new requests
@@ -91,6 +94,7 @@ enum ServeCommand {
           --threads N           network threads (default 1)
           --log-format F        text (default) or json: one object per line
           -q, --quiet           no access log (events and errors are still written)
+        \(ServeOutputFlags.usage)
         \(DecoderFlags.help)
           --isolate WHAT     decode in worker processes, so an input that crashes or hangs
                              its decoder fails alone: 'optin' (default: the formats only
@@ -124,8 +128,10 @@ enum ServeCommand {
                 "max-age", "memory-cache", "memory-budget",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
                 "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
-            ]),
-            flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]), shortOptions: shortOptions)
+            ]).union(ServeOutputFlags.valueOptions),
+            flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]).union(
+                ServeOutputFlags.flagOptions),
+            shortOptions: shortOptions)
         let parsed = try parser.parse(arguments)
         if parsed.help {
             Terminal.out(usage)
@@ -252,6 +258,7 @@ enum ServeCommand {
             try parsed.int("connection-timeout", default: 30, in: 0...86_400))
         server.headerTimeout = .seconds(try parsed.int("header-timeout", default: 10, in: 0...86_400))
         server.networkThreads = try parsed.int("threads", default: 1, in: 1...64)
+        server.output = try ServeOutputFlags.settings(parsed)
 
         var pipeline = ImagePipeline.Configuration(
             decodeConcurrency: jobs,

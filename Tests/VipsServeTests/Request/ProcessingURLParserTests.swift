@@ -257,9 +257,16 @@ final class ProcessingURLParserTests: XCTestCase {
         assertOptionRefused("dpr:-1")
         assertOptionRefused("f:PNG")
         assertOptionRefused("f:foo")
-        for format in ["tiff", "bmp", "heic", "jxl", "svg", "ico", "best"] {
+        // SVG is only passed through by imgproxy, `best` is imgproxy Pro's.
+        for format in ["svg", "best"] {
             assertOptionRefused("f:\(format)", .unsupportedFormat, naming: format)
             assertRefused("/_/plain/http://example.com/a.jpg@\(format)", .unsupportedFormat, naming: format)
+        }
+        for (name, format) in [
+            ("tiff", ProcessingOptions.Format.tiff), ("bmp", .bmp), ("heic", .heic), ("jxl", .jxl), ("ico", .ico)
+        ] {
+            XCTAssertEqual(options("f:\(name)")?.format, format, name)
+            XCTAssertEqual(try parser.parseURL("/_/plain/http://example.com/a.jpg@\(name)").options.format, format)
         }
         XCTAssertEqual(try parser.parseURL("/_/plain/http://example.com/a.jpg@jpeg").options.format, .jpeg)
     }
@@ -285,6 +292,21 @@ final class ProcessingURLParserTests: XCTestCase {
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
+    func testFormatQualityMaxBytesAndTheColourOptions() throws {
+        let parsed = try XCTUnwrap(options("fq:webp:30:jpeg:40/fq:avif:50:webp:0/mb:1000/scp:0/kcr:f/ph:1"))
+        XCTAssertEqual(parsed.formatQuality, [.jpeg: 40, .avif: 50], "pairs add up; 0 clears one")
+        XCTAssertEqual(parsed.maxBytes, 1000)
+        XCTAssertEqual(parsed.stripColorProfile, false)
+        XCTAssertEqual(parsed.keepCopyright, false)
+        XCTAssertEqual(parsed.preserveHDR, true)
+        XCTAssertEqual(
+            parsed.canonicalSegments.suffix(5), ["fq:avif:50:jpg:40", "mb:1000", "scp:0", "kcr:0", "ph:1"])
+        XCTAssertNil(options("cb:1")?.stripColorProfile, "unset: the server's default")
+        for refused in ["fq:jpg", "fq:jpg:10:png", "fq:foo:10", "fq:jpg:101", "fq:jpg:x", "mb:-1", "mb:1:2", "scp:x"] {
+            assertOptionRefused(refused)
+        }
+    }
+
     func testCanonicalPathReparsesToTheSameURL() throws {
         let targets = [
             "/_/plain/http://example.com/a.jpg",
@@ -292,7 +314,8 @@ final class ProcessingURLParserTests: XCTestCase {
                 + "/bl:0.5/sh:1/rot:180/sm:0/dpr:1.5/cb:x/plain/http://example.com/a%20b%3Fc%40d.jpg@avif",
             "/_/rt:auto/w:10/c:0:0:sm/ex:0:fp:0.5:0.5/\(base64URL("local:///ü/x@y:/z.png?")).gif",
             "/_/g:no:-0.0:1e-05/plain/https:/host/x",
-            "/_/bg:/cb:/plain/local:///a%25b"
+            "/_/bg:/cb:/plain/local:///a%25b",
+            "/_/fq:webp:30:jpeg:40:avif:0/mb:1000/scp:0/kcr:f/ph:1/plain/http://example.com/a.jpg@jxl"
         ]
         for target in targets {
             let parsed = try parser.parseURL(target)

@@ -337,7 +337,10 @@ final class ImageServingTests: XCTestCase {
     }
 
     func testAcceptChoosesAVIFThenWebPThenTheSourceFamilyWithVary() throws {
-        let server = try makeServer()
+        let server = try makeServer { configuration in
+            configuration.output.autoAVIF = true
+            configuration.output.autoWebP = true
+        }
         let photo = "/insecure/rs:fit:80:80/plain/local:///photo.jpg"
         let alpha = "/insecure/rs:fit:80:80/plain/local:///alpha.png"
         let cases: [(String, String?, String)] = [
