@@ -151,6 +151,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var dpr = 1.0
     /// `cachebuster`: changes the URL, nothing else. Default none.
     public var cacheBuster: String?
+    /// The security options (`msr`, `msfs`, `maf`, `mafr`), each nil (the
+    /// default) when the URL leaves the server's value.
+    public var security = SecurityLimits()
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -189,6 +192,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         if !stripMetadata { segments.append("sm:0") }
         if dpr != 1 { segments.append("dpr:\(Gravity.text(dpr))") }
         if let cacheBuster { segments.append("cb:\(cacheBuster)") }
+        segments += security.canonicalSegments
         return segments
     }
 }

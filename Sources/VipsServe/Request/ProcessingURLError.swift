@@ -21,6 +21,9 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
         case unsupportedFormat
         /// The signature is missing, malformed or wrong. 403.
         case badSignature
+        /// A security option (`max_src_resolution`…) on a server that does
+        /// not allow them (`ProcessingURLParser.allowsSecurityOptions`). 403, as imgproxy.
+        case securityOptionsNotAllowed
         /// The source is outside what the server may read (a path leaving the
         /// root, a host no `--allow-source` pattern admits, another scheme). 403.
         case sourceNotAllowed
@@ -47,7 +50,7 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
         switch reason {
         case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 400
         case .unsupportedFormat: return 415
-        case .badSignature, .sourceNotAllowed: return 403
+        case .badSignature, .sourceNotAllowed, .securityOptionsNotAllowed: return 403
         case .sourceNotFound: return 404
         }
     }

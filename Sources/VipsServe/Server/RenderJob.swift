@@ -39,6 +39,8 @@ struct RenderJob: Sendable {
     let isRemote: Bool
     /// The URL's geometry, for the render's memory estimate.
     let geometry: RenderMemoryEstimate.Geometry
+    /// The limits the source must keep (422 otherwise), checked once its bytes and header are known.
+    var securityLimits = SecurityLimits()
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? {
