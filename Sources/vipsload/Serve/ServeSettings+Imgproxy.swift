@@ -231,6 +231,33 @@ extension ServeSettings {
         return patterns
     }
 
+    /// A path to a readable file (the error names the variable, not the flag).
+    static let readableFile: @Sendable (String, String) throws(UsageError) -> [String] = {
+        (text: String, name: String) throws(UsageError) -> [String] in
+        guard FileManager.default.isReadableFile(atPath: text) else {
+            throw UsageError(description: "\(name): '\(text)' cannot be read")
+        }
+        return [text]
+    }
+
+    /// A folder's path.
+    static let folder: @Sendable (String, String) throws(UsageError) -> [String] = {
+        (text: String, name: String) throws(UsageError) -> [String] in
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: text, isDirectory: &isFolder), isFolder.boolValue else {
+            throw UsageError(description: "\(name): '\(text)' is not a folder")
+        }
+        return [text]
+    }
+
+    /// Megapixels, 0 or more (imgproxy's `MegaInt` variables).
+    static let megapixelText: @Sendable (String, String) throws(UsageError) -> [String] = {
+        (text: String, name: String) throws(UsageError) -> [String] in
+        guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value <= 1e9
+        else { throw UsageError(description: "\(name) takes megapixels (a number, 0 or more), not '\(text)'") }
+        return [String(value)]
+    }
+
     /// imgproxy's log formats (pretty, structured, json, gcp) as `--log-format`'s.
     static let logFormat: @Sendable (String, String) throws(UsageError) -> [String] = {
         (text: String, name: String) throws(UsageError) -> [String] in
@@ -318,7 +345,7 @@ extension ServeSettings {
                 meaning: "error or warn: no access log (--quiet)"),
             // Sources
             Variable(
-                name: "IMGPROXY_LOCAL_FILESYSTEM_ROOT", target: .flag("root", Self.same),
+                name: "IMGPROXY_LOCAL_FILESYSTEM_ROOT", target: .flag("root", Self.folder),
                 meaning: "root of local:/// sources"),
             Variable(
                 name: "IMGPROXY_ALLOWED_SOURCES", target: .flag("allow-source", Self.allowedSources),
@@ -348,7 +375,7 @@ extension ServeSettings {
                 meaning: "User-Agent of downloads"),
             // Security
             Variable(
-                name: "IMGPROXY_MAX_SRC_RESOLUTION", target: .flag("max-src-resolution", Self.same),
+                name: "IMGPROXY_MAX_SRC_RESOLUTION", target: .flag("max-src-resolution", Self.megapixelText),
                 meaning: "largest source, megapixels (422)"),
             Variable(
                 name: "IMGPROXY_MAX_SRC_FILE_SIZE", target: .flag("max-src-file-size", Self.number(0...(1 << 50))),
@@ -359,7 +386,7 @@ extension ServeSettings {
                 meaning: "animation frames processed"),
             Variable(
                 name: "IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION",
-                target: .flag("max-animation-frame-resolution", Self.same),
+                target: .flag("max-animation-frame-resolution", Self.megapixelText),
                 meaning: "largest animation frame, megapixels"),
             Variable(
                 name: "IMGPROXY_ALLOW_SECURITY_OPTIONS", target: .flag("allow-security-options", Self.switchFlag),
@@ -378,7 +405,7 @@ extension ServeSettings {
             Variable(
                 name: "IMGPROXY_PRESETS_SEPARATOR", target: .readElsewhere, meaning: "IMGPROXY_PRESETS' separator (,)"),
             Variable(
-                name: "IMGPROXY_PRESETS_PATH", target: .flag("presets-file", Self.same),
+                name: "IMGPROXY_PRESETS_PATH", target: .flag("presets-file", Self.readableFile),
                 meaning: "a file of presets, one a line"),
             Variable(
                 name: "IMGPROXY_ONLY_PRESETS", target: .flag("only-presets", Self.switchFlag),
