@@ -90,6 +90,31 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertEqual(try connection.request(try signed("/msr:0.001/plain/local:///photo.png@png")).status, 422)
     }
 
+    /// IMGPROXY_PATH_PREFIX (the signature signs the path after it) and IMGPROXY_ALLOW_ORIGIN (CORS, as imgproxy).
+    func testPathPrefixAndAllowOrigin() throws {
+        let root = try imageRoot()
+        let child = try start([
+            "IMGPROXY_LOCAL_FILESYSTEM_ROOT": root.path, "IMGPROXY_KEY": keyHex, "IMGPROXY_SALT": saltHex,
+            "IMGPROXY_PATH_PREFIX": "/img/", "IMGPROXY_ALLOW_ORIGIN": "https://app.example"
+        ])
+        let connection = try TestConnection(port: child.port)
+        let path = "/w:10/plain/local:///photo.png@png"
+        let response = try connection.request("/img" + (try signed(path)))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.header("Access-Control-Allow-Origin"), "https://app.example")
+        XCTAssertEqual(response.header("Access-Control-Allow-Methods"), "GET, OPTIONS")
+        XCTAssertEqual(try connection.request(try signed(path)).status, 400, "not under the prefix")
+        XCTAssertEqual(try connection.request("/img/health").status, 200)
+        let preflight = try connection.request("/img" + (try signed(path)), method: "OPTIONS")
+        XCTAssertEqual(preflight.status, 200)
+        XCTAssertEqual(preflight.header("Access-Control-Allow-Origin"), "https://app.example")
+        // Without the variable: no CORS header, and OPTIONS is not a method served.
+        let plain = try start(["IMGPROXY_LOCAL_FILESYSTEM_ROOT": root.path])
+        let plainConnection = try TestConnection(port: plain.port)
+        XCTAssertNil(try plainConnection.request("/_" + path).header("Access-Control-Allow-Origin"))
+        XCTAssertEqual(try plainConnection.request("/_" + path, method: "OPTIONS").status, 405)
+    }
+
     func testFlagsWinOverTheirVariables() throws {
         let root = try imageRoot()
         let child = try start(
@@ -104,7 +129,9 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertTrue(
             try usageError(["IMGPROXY_NOT_A_SETTING": "1", "IMGPROXY_ALSO_NOT": "x"])
                 .contains("IMGPROXY_ALSO_NOT, IMGPROXY_NOT_A_SETTING are set but mean nothing to vipsload serve"))
-        XCTAssertTrue(try usageError(["IMGPROXY_PATH_PREFIX": "/img"]).contains("IMGPROXY_PATH_PREFIX"))
+        XCTAssertTrue(
+            try usageError(["IMGPROXY_SECRET": "s3cr3t"]).contains("IMGPROXY_SECRET (no Authorization check)"))
+        XCTAssertTrue(try usageError(["IMGPROXY_PATH_PREFIX": "img"]).contains("--path-prefix takes a path"))
         XCTAssertTrue(try usageError(["IMGPROXY_TIMEOUT": "soon"]).contains("IMGPROXY_TIMEOUT takes a whole number"))
         XCTAssertTrue(
             try usageError(["IMGPROXY_ONLY_PRESETS": "maybe"]).contains("IMGPROXY_ONLY_PRESETS takes a boolean"))

@@ -46,6 +46,11 @@ public struct ProcessingURLParser: Sendable {
     public var sources: SourcePolicy
     /// Bounds on sizes.
     public var limits: Limits
+    /// imgproxy's `IMGPROXY_PATH_PREFIX`: every image URL's path starts with
+    /// it (`/img` serves `/img/%signature/…`); it is not part of what a
+    /// signature signs. A path without it is 400. Set it with a leading `/`
+    /// and no trailing one. Default "" (none).
+    public var pathPrefix = ""
     /// The state every URL's options start from: imgproxy's defaults, with
     /// the server's own where it configures them (`IMGPROXY_STRIP_METADATA`).
     /// Default `ProcessingOptions()`.
@@ -113,6 +118,12 @@ public struct ProcessingURLParser: Sendable {
             throw ProcessingURLError(.badSignature, "a query is not covered by the signature")
         }
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        if !pathPrefix.isEmpty {
+            guard path.starts(with: pathPrefix.utf8) else {
+                throw ProcessingURLError(.malformedURL, "the path does not start with the server's prefix")
+            }
+            path = path.dropFirst(pathPrefix.utf8.count)
+        }
         guard path.first == UInt8(ascii: "/") else {
             throw ProcessingURLError(.malformedURL, "the path does not start with /")
         }

@@ -298,7 +298,7 @@ final class ImageEndpoint: Sendable {
                 request: processing.imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
                 background: plan.background, maxAge: maxAge, variesByAccept: plan.format == nil,
                 isRemote: source.filePath == nil, geometry: RenderMemoryEstimate.Geometry(processing),
-                securityLimits: processing.securityLimits))
+                securityLimits: processing.securityLimits, allowOrigin: configuration.allowOrigin))
     }
 }
 

@@ -41,6 +41,8 @@ struct RenderJob: Sendable {
     let geometry: RenderMemoryEstimate.Geometry
     /// The limits the source must keep (422 otherwise), checked once its bytes and header are known.
     var securityLimits = SecurityLimits()
+    /// `Access-Control-Allow-Origin` (`ImageServer.Configuration.allowOrigin`); nil for none.
+    var allowOrigin: String?
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? {
@@ -52,6 +54,7 @@ struct RenderJob: Sendable {
     var headers: [(String, String)] {
         var fields = [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
         if variesByAccept { fields.append(("Vary", "Accept")) }
+        if let allowOrigin { fields += Self.corsHeaders(allowOrigin) }
         return fields
     }
 
@@ -69,6 +72,11 @@ struct RenderJob: Sendable {
     /// The 304 response.
     func notModified() -> HTTPResponse? {
         HTTPResponse(status: 304, headers: headers)
+    }
+
+    /// The CORS header fields for `origin`, as imgproxy sends them.
+    static func corsHeaders(_ origin: String) -> [(String, String)] {
+        [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", "GET, OPTIONS")]
     }
 
     /// The media type of an output format.

@@ -72,6 +72,8 @@ enum ServeCommand {
           --max-animation-frames N, --max-animation-frame-resolution MP
                                 imgproxy's animation limits (serve renders the first frame)
           --download-timeout S  a source download's deadline (default --timeout)
+          --path-prefix PREFIX  image URLs (and /health, /metrics) are under PREFIX (/img)
+          --allow-origin ORIGIN Access-Control-Allow-Origin of image responses; OPTIONS answered
 
           Every flag above and below whose imgproxy variable docs/serve.md lists
           (IMGPROXY_BIND, IMGPROXY_TIMEOUT, IMGPROXY_PRESETS...) is read from the
@@ -146,7 +148,7 @@ enum ServeCommand {
                 "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate",
                 "worker-memory",
                 "download-timeout", "preset", "presets-file", "max-src-resolution", "max-src-file-size",
-                "max-animation-frames", "max-animation-frame-resolution"
+                "max-animation-frames", "max-animation-frame-resolution", "path-prefix", "allow-origin"
             ]),
             flagOptions: DecoderFlags.flagOptions.union([
                 "quiet", "allow-private-sources", "only-presets", "allow-security-options"
@@ -307,6 +309,7 @@ enum ServeCommand {
         let rules = try urls(ServeSettings(parsed), root: root)
         server.urls = rules.parser
         try ServeSettings.applyProcessingFlags(parsed, to: &server.urls)
+        server.allowOrigin = parsed.value("allow-origin")
         var warnings = rules.warnings
         if let root, let warning = rootWarning(root) { warnings.append(warning) }
         pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly

@@ -127,6 +127,15 @@ extension ServeSettings {
             }
             definitions += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map(String.init)
         }
+        if var prefix = parsed.value("path-prefix") {
+            while prefix.hasSuffix("/") { prefix.removeLast() }
+            guard prefix.isEmpty || prefix.hasPrefix("/"),
+                !prefix.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F || $0 == 0x3F || $0 == 0x23 })
+            else {
+                throw UsageError(description: "--path-prefix takes a path such as /img, not '\(prefix)'")
+            }
+            urls.pathPrefix = prefix
+        }
         urls.allowsSecurityOptions = parsed.flag("allow-security-options")
         urls.onlyPresets = parsed.flag("only-presets")
         do throws(VipsError) {
@@ -343,6 +352,11 @@ extension ServeSettings {
                     ["error", "warn", "warning"].contains(text.lowercased()) ? [""] : []
                 },
                 meaning: "error or warn: no access log (--quiet)"),
+            Variable(
+                name: "IMGPROXY_PATH_PREFIX", target: .flag("path-prefix", Self.same), meaning: "URLs' path prefix"),
+            Variable(
+                name: "IMGPROXY_ALLOW_ORIGIN", target: .flag("allow-origin", Self.same),
+                meaning: "Access-Control-Allow-Origin"),
             // Sources
             Variable(
                 name: "IMGPROXY_LOCAL_FILESYSTEM_ROOT", target: .flag("root", Self.folder),
@@ -470,10 +484,6 @@ extension ServeSettings {
             Variable(name: "IMGPROXY_CLOUD_WATCH_", target: .ignored("no tracing"), meaning: "ignored"),
             Variable(name: "IMGPROXY_SYSLOG_", target: .ignored("the log goes to stderr"), meaning: "ignored"),
             // Known and not supported: following them would change the URLs or the security answered.
-            Variable(
-                name: "IMGPROXY_PATH_PREFIX", target: .unsupported("URLs are served from /"), meaning: "not supported"),
-            Variable(
-                name: "IMGPROXY_ALLOW_ORIGIN", target: .unsupported("no CORS header yet"), meaning: "not supported"),
             Variable(
                 name: "IMGPROXY_MAX_RESULT_DIMENSION",
                 target: .unsupported("results are refused over 8192 px a side, not scaled down"),
