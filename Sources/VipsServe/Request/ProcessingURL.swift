@@ -22,7 +22,12 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// An unsigned path (signature `_`) that parses to the same options and
     /// source: the canonical options, then the source as a plain URL with every
-    /// character but the unreserved ones and `/` percent-encoded.
+    /// character but the unreserved ones and `/` percent-encoded. It parses
+    /// back to the same options with a parser of no presets and no
+    /// `defaults` of its own (a `default` preset or configured defaults are
+    /// applied again on the way back, and in only-presets mode the options
+    /// segment names presets); the variant's identity is
+    /// `ProcessingOptions.canonicalSegments`, which does not depend on that.
     public var canonicalPath: String {
         "/_/" + canonicalPathAfterSignature.dropFirst()
     }
