@@ -112,6 +112,20 @@ final class SecurityOptionsServingTests: XCTestCase {
         XCTAssertEqual(try status(server, "/_/mafr:-1/plain/local:///photo.png@png"), 400)
     }
 
+    /// The security options' canonical segments parse back to the same limits (what the fuzzer checks of every option).
+    func testSecurityOptionsRoundTripThroughTheCanonicalPath() throws {
+        var parser = ProcessingURLParser(sources: try SourcePolicy())
+        parser.allowsSecurityOptions = true
+        for options in ["msr:0.00001/msfs:10/maf:2/mafr:1.5", "max_src_resolution:50/msfs:0", "mafr:0/msr:0"] {
+            let url = try parser.parseURL("/_/\(options)/plain/local:///a.png")
+            let again = try parser.parseURL(url.canonicalPath)
+            XCTAssertEqual(again.options, url.options, options)
+            XCTAssertEqual(again.canonicalPath, url.canonicalPath, options)
+        }
+        let url = try parser.parseURL("/_/msr:0.00001/msfs:10/maf:2/mafr:1.5/plain/local:///a.png")
+        XCTAssertEqual(url.options.canonicalSegments, ["msr:1e-05", "msfs:10", "maf:2", "mafr:1.5"])
+    }
+
     func testLimitChecksFollowImgproxysCheckDimensions() {
         let limits = SecurityLimits(maxSourceResolution: 0.01, maxAnimationFrameResolution: 0.005)
         XCTAssertNil(limits.refusal(width: 100, height: 100))
