@@ -74,7 +74,8 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
             "IMGPROXY_READ_REQUEST_TIMEOUT": "10", "IMGPROXY_KEEP_ALIVE_TIMEOUT": "10", "IMGPROXY_MAX_CLIENTS": "0",
             "IMGPROXY_MAX_SRC_RESOLUTION": "50", "IMGPROXY_MAX_SRC_FILE_SIZE": "0", "IMGPROXY_USE_ETAG": "true",
             "IMGPROXY_ALLOW_SECURITY_OPTIONS": "true", "IMGPROXY_LOG_FORMAT": "structured",
-            "IMGPROXY_STRIP_METADATA": "true", "IMGPROXY_AUTO_ROTATE": "true", "IMGPROXY_NETWORK": "tcp",
+            "IMGPROXY_STRIP_METADATA": "true", "IMGPROXY_QUALITY": "75", "IMGPROXY_AUTO_ROTATE": "true",
+            "IMGPROXY_NETWORK": "tcp",
             "IMGPROXY_SENTRY_DSN": "https://example.invalid/1", "IMGPROXY_GRACEFUL_STOP_TIMEOUT": "5"
         ])
         XCTAssertTrue(child.stderr.contains("IMGPROXY_SENTRY_DSN is ignored"), child.stderr)
@@ -84,6 +85,11 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertEqual(response.header("Cache-Control"), "public, max-age=600")
         XCTAssertNotNil(response.header("ETag"))
         XCTAssertEqual(pngSize(response.body).map { [$0.0, $0.1] }, [16, 12])
+        // The variant is the expanded options: the preset and its options spelled out share the ETag.
+        let spelled = try connection.request(try signed("/rs:fill:16:12/plain/local:///photo.png@png"))
+        XCTAssertEqual(spelled.header("ETag"), response.header("ETag"))
+        let other = try connection.request(try signed("/rs:fill:16:12/q:71/plain/local:///photo.png@png"))
+        XCTAssertNotEqual(other.header("ETag"), response.header("ETag"), "the default preset's q:70 is in the key")
         // Unsigned: refused, as imgproxy with a key.
         XCTAssertEqual(try connection.request("/insecure/pr:thumb/plain/local:///photo.png@png").status, 403)
         // Security options are allowed, and the limit is the server's (50 MP) unless the URL sets its own.
@@ -113,6 +119,22 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         let plainConnection = try TestConnection(port: plain.port)
         XCTAssertNil(try plainConnection.request("/_" + path).header("Access-Control-Allow-Origin"))
         XCTAssertEqual(try plainConnection.request("/_" + path, method: "OPTIONS").status, 405)
+    }
+
+    /// IMGPROXY_QUALITY and IMGPROXY_STRIP_METADATA set the options' defaults: a URL without them is the URL with them.
+    func testQualityAndStripMetadataAreTheOptionsDefaults() throws {
+        let root = try imageRoot()
+        let child = try start([
+            "IMGPROXY_LOCAL_FILESYSTEM_ROOT": root.path, "IMGPROXY_QUALITY": "30", "IMGPROXY_STRIP_METADATA": "false"
+        ])
+        let connection = try TestConnection(port: child.port)
+        let plain = try connection.request("/_/w:64/plain/local:///photo.png@jpg")
+        let spelled = try connection.request("/_/w:64/q:30/sm:0/plain/local:///photo.png@jpg")
+        let better = try connection.request("/_/w:64/q:90/plain/local:///photo.png@jpg")
+        XCTAssertEqual([plain.status, spelled.status, better.status], [200, 200, 200])
+        XCTAssertEqual(plain.header("ETag"), spelled.header("ETag"))
+        XCTAssertEqual(plain.body, spelled.body)
+        XCTAssertLessThan(plain.body.count, better.body.count, "quality 30 is smaller than 90")
     }
 
     func testFlagsWinOverTheirVariables() throws {

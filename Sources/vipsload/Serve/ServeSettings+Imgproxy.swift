@@ -432,6 +432,12 @@ extension ServeSettings {
                     options.server.urls.defaults.stripMetadata = try Self.bool(text, "IMGPROXY_STRIP_METADATA")
                 }, meaning: "strip_metadata's default (true)"),
             Variable(
+                name: "IMGPROXY_QUALITY",
+                target: .field(overriddenBy: nil) {
+                    (options: inout ServeCommand.Options, text: String) throws(UsageError) in
+                    options.server.urls.defaults.quality = try Self.int(text, "IMGPROXY_QUALITY", 0...100)
+                }, meaning: "quality's default (0: each format's)"),
+            Variable(
                 name: "IMGPROXY_AUTO_ROTATE",
                 target: .field(overriddenBy: nil) { (_: inout ServeCommand.Options, text: String) throws(UsageError) in
                     guard try Self.bool(text, "IMGPROXY_AUTO_ROTATE") else {
