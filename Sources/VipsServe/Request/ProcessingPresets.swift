@@ -71,6 +71,24 @@ public struct ProcessingPresets: Sendable, Hashable {
     /// Whether there are no presets.
     public var isEmpty: Bool { presets.isEmpty }
 
+    /// The most options one preset may expand to, the presets it names included. 1,000.
+    public static let maxExpandedOptions = 1_000
+
+    /// Whether preset `name` expands (as `apply(presetNamed:)` would) to at most `budget` options.
+    private func expands(_ name: String, applying: [String], within budget: inout Int) -> Bool {
+        guard let preset = presets[name], !applying.contains(name) else { return true }
+        for option in preset {
+            budget -= 1
+            if budget < 0 { return false }
+            if option.name == "preset" || option.name == "pr" {
+                for inner in option.arguments where !expands(inner, applying: applying + [name], within: &budget) {
+                    return false
+                }
+            }
+        }
+        return true
+    }
+
     /// `text` without leading and trailing spaces (imgproxy's `strings.Trim(s, " ")`).
     static func trimmed(_ text: some StringProtocol) -> String {
         let bytes = text.utf8.drop { $0 == UInt8(ascii: " ") }.reversed().drop { $0 == UInt8(ascii: " ") }
@@ -85,10 +103,18 @@ public struct ProcessingPresets: Sendable, Hashable {
     /// options allowed as `allowsSecurityOptions` says.
     ///
     /// - Throws: `.invalidArgument` naming the first preset (by name order)
-    ///   that does not apply, with the option's error.
+    ///   that does not apply, with the option's error, or that expands to
+    ///   more than `maxExpandedOptions` options (presets naming presets many
+    ///   times over would make every URL that names it slow).
     public func validated(allowsSecurityOptions: Bool = false) throws(VipsError) {
         let context = ProcessingOptions.Context(presets: self, allowsSecurityOptions: allowsSecurityOptions)
         for name in names {
+            var budget = Self.maxExpandedOptions
+            guard expands(name, applying: [], within: &budget) else {
+                throw VipsError(
+                    .invalidArgument,
+                    "error in preset '\(name)': it expands to more than \(Self.maxExpandedOptions) options")
+            }
             var options = ProcessingOptions()
             do throws(ProcessingURLError) {
                 try options.apply(presetNamed: name, context: context, applying: [])

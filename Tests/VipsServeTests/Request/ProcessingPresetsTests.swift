@@ -146,6 +146,15 @@ final class ProcessingPresetsTests: XCTestCase {
         XCTAssertEqual(try parser.parseURL("/_/pr:thumb/w:10/plain/local:///a.png").options.width, 10)
     }
 
+    /// Presets naming presets many times over are refused at start, not expanded on every request.
+    func testAPresetThatExpandsTooFarIsRefused() {
+        // p0 = pr:p1:p1:p1:p1, p1 = pr:p2:p2:p2:p2, …: 4^6 = 4,096 options.
+        var definitions = (0..<6).map { "p\($0)=pr:p\($0 + 1):p\($0 + 1):p\($0 + 1):p\($0 + 1)" }
+        definitions.append("p6=w:10")
+        XCTAssertTrue(definitionError(definitions)?.contains("expands to more than 1000 options") == true)
+        XCTAssertNil(definitionError(Array(definitions.suffix(5))), "4^4 = 256 options are fine")
+    }
+
     func testPresetsMaySetSecurityOptionsOnlyWhereTheyAreAllowed() throws {
         let definitions = ["safe=msr:0.5"]
         XCTAssertTrue(definitionError(definitions)?.contains("security options are not allowed") == true)
