@@ -250,4 +250,15 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertEqual(pngSize(response.body).map { [$0.0, $0.1] }, [8, 6])
         XCTAssertEqual(try connection.request("/_/w:8/plain/local:///photo.png@png").status, 400)
     }
+
+    func testAllowedProcessingOptions() throws {
+        let root = try imageRoot()
+        let child = try start([
+            "IMGPROXY_LOCAL_FILESYSTEM_ROOT": root.path, "IMGPROXY_ALLOWED_PROCESSING_OPTIONS": "w,pr",
+            "IMGPROXY_PRESETS": "soft=bl:1"
+        ])
+        let connection = try TestConnection(port: child.port)
+        XCTAssertEqual(try connection.request("/_/w:8/pr:soft/plain/local:///photo.png@png").status, 200)
+        XCTAssertEqual(try connection.request("/_/w:8/bl:1/plain/local:///photo.png@png").status, 400)
+    }
 }

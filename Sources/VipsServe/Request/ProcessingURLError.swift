@@ -17,6 +17,10 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
         /// An imgproxy option (or combination of options) this server does not
         /// implement. 400.
         case unsupportedOption
+        /// An option the server does not allow in URLs
+        /// (`ProcessingURLParser.allowedOptions`, imgproxy's
+        /// `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`). 400.
+        case forbiddenOption
         /// An output format imgproxy knows that this server does not encode. 415.
         case unsupportedFormat
         /// The signature is missing, malformed or wrong. 403.
@@ -48,7 +52,7 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
     /// The HTTP status to answer with: 400, 403, 404 or 415.
     public var status: Int {
         switch reason {
-        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 400
+        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption, .forbiddenOption: return 400
         case .unsupportedFormat: return 415
         case .badSignature, .sourceNotAllowed, .securityOptionsNotAllowed: return 403
         case .sourceNotFound: return 404

@@ -66,6 +66,11 @@ public struct ProcessingURLParser: Sendable {
     /// its own `SecurityLimits` (`msr`, `msfs`, `maf`, `mafr`); otherwise
     /// they are refused with 403. Default false.
     public var allowsSecurityOptions = false
+    /// imgproxy's `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`: the option names
+    /// (as written: `w` and `width` are two names) a URL's options segment
+    /// may use, others refused (`.forbiddenOption`); the options inside
+    /// presets are not checked. nil (the default) allows every option.
+    public var allowedOptions: Set<String>?
     /// The server's `SecurityLimits`, which a URL's security options replace
     /// for that URL. Default: none set.
     public var security = SecurityLimits()
@@ -153,6 +158,10 @@ public struct ProcessingURLParser: Sendable {
         while !onlyPresets, index < parts.count {
             let arguments = parts[index].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
             guard arguments.count > 1 else { break }
+            if let allowedOptions, !allowedOptions.contains(Self.text(arguments[0])) {
+                throw ProcessingURLError(
+                    .forbiddenOption, "option \(Self.text(arguments[0])) is not allowed on this server")
+            }
             try options.apply(
                 Substring(Self.text(arguments[0])), arguments.dropFirst().map { Substring(Self.text($0)) },
                 context: context, applying: [])

@@ -63,6 +63,8 @@ enum ServeCommand {
                                 preset:NAME (pr:); 'default' applies to every URL (repeatable)
           --presets-file PATH   presets, one a line (blank lines and # comments skipped)
           --only-presets        a URL's options segment is preset names only (a:b)
+          --allowed-options LIST
+                                the option names URLs may use, comma-separated (w,h,pr); others 400
           --allow-security-options
                                 URLs may set max_src_resolution (msr), max_src_file_size (msfs),
                                 max_animation_frames (maf), max_animation_frame_resolution (mafr)
@@ -148,7 +150,8 @@ enum ServeCommand {
                 "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate",
                 "worker-memory",
                 "download-timeout", "preset", "presets-file", "max-src-resolution", "max-src-file-size",
-                "max-animation-frames", "max-animation-frame-resolution", "path-prefix", "allow-origin"
+                "max-animation-frames", "max-animation-frame-resolution", "path-prefix", "allow-origin",
+                "allowed-options"
             ]),
             flagOptions: DecoderFlags.flagOptions.union([
                 "quiet", "allow-private-sources", "only-presets", "allow-security-options"

@@ -136,6 +136,7 @@ extension ServeSettings {
             }
             urls.pathPrefix = prefix
         }
+        if let list = parsed.value("allowed-options") { urls.allowedOptions = Set(Self.list(list)) }
         urls.allowsSecurityOptions = parsed.flag("allow-security-options")
         urls.onlyPresets = parsed.flag("only-presets")
         do throws(VipsError) {
@@ -520,8 +521,8 @@ extension ServeSettings {
                     }
                 }, meaning: "':' only"),
             Variable(
-                name: "IMGPROXY_ALLOWED_PROCESSING_OPTIONS", target: .unsupported("every option is allowed"),
-                meaning: "not supported"),
+                name: "IMGPROXY_ALLOWED_PROCESSING_OPTIONS", target: .flag("allowed-options", Self.same),
+                meaning: "the option names URLs may use"),
             Variable(name: "IMGPROXY_ENV_", target: .unsupported("secrets are not fetched"), meaning: "not supported")
         ]
     }

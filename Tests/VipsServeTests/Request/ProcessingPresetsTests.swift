@@ -119,6 +119,27 @@ final class ProcessingPresetsTests: XCTestCase {
         XCTAssertEqual(url.source, origin)
     }
 
+    /// TestParseAllowedOptions: only the listed names in the URL; a preset's own options are not checked.
+    func testParseAllowedOptions() throws {
+        var parser = try parser(["test1=blur:0.2"])
+        parser.allowedOptions = ["w", "h", "pr"]
+        let source = "aHR0cDovL2ltYWdlcy5kZXYvbG9yZW0vaXBzdW0uanBnP3BhcmFtPXZhbHVl.png"
+        for (options, forbidden) in [
+            ("w:100/h:200", nil), ("w:100/h:200/blur:10", "blur"), ("w:100/h:200/pr:test1", nil),
+            ("w:100/h:200/pr:test1/blur:10", "blur")
+        ] {
+            do {
+                let url = try parser.parseURL("/_/\(options)/\(source)")
+                XCTAssertNil(forbidden, options)
+                XCTAssertEqual(url.options.width, 100, options)
+            } catch {
+                XCTAssertEqual(error.reason, .forbiddenOption, options)
+                XCTAssertEqual(
+                    error.message, "option \(forbidden ?? "") is not allowed on this server")
+            }
+        }
+    }
+
     // MARK: - serve's own
 
     func testUnknownPresetsAndOptionsInOnlyPresetsModeAreRefused() throws {
