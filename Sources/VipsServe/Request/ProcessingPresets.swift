@@ -116,8 +116,9 @@ public struct ProcessingPresets: Sendable, Hashable {
                     "error in preset '\(name)': it expands to more than \(Self.maxExpandedOptions) options")
             }
             var options = ProcessingOptions()
+            var used: [String] = []
             do throws(ProcessingURLError) {
-                try options.apply(presetNamed: name, context: context, applying: [])
+                try options.apply(presetNamed: name, context: context, applying: [], used: &used)
             } catch {
                 throw VipsError(.invalidArgument, "error in preset '\(name)': \(error.message)")
             }
@@ -135,14 +136,15 @@ extension ProcessingOptions {
 
     /// Applies one option with `context`: `preset` (`pr`) and the security
     /// options here, every other option by `apply(_:_:)`. `applying` names the
-    /// presets being applied (a preset among them is skipped).
+    /// presets being applied (a preset among them is skipped); `used` collects
+    /// every preset applied, in order (imgproxy's `UsedPresets`).
     mutating func apply(
-        _ name: Substring, _ arguments: [Substring], context: Context, applying: [String]
+        _ name: Substring, _ arguments: [Substring], context: Context, applying: [String], used: inout [String]
     ) throws(ProcessingURLError) {
         switch name {
         case "preset", "pr":
             for preset in arguments {
-                try apply(presetNamed: String(preset), context: context, applying: applying)
+                try apply(presetNamed: String(preset), context: context, applying: applying, used: &used)
             }
         case _ where Self.securityOptionNames.contains(String(name)):
             guard context.allowsSecurityOptions else {
@@ -159,15 +161,18 @@ extension ProcessingOptions {
     /// `applying`: imgproxy skips a preset that refers back to itself).
     ///
     /// - Throws: `.invalidOption` for a name that is no preset.
-    mutating func apply(presetNamed name: String, context: Context, applying: [String]) throws(ProcessingURLError) {
+    mutating func apply(
+        presetNamed name: String, context: Context, applying: [String], used: inout [String]
+    ) throws(ProcessingURLError) {
         guard let preset = context.presets[name] else {
             throw ProcessingURLError(.invalidOption, "preset: unknown preset \(name.isEmpty ? "''" : name)")
         }
         if applying.contains(name) { return }
+        used.append(name)
         for option in preset {
             try apply(
                 Substring(option.name), option.arguments.map { Substring($0) }, context: context,
-                applying: applying + [name])
+                applying: applying + [name], used: &used)
         }
     }
 

@@ -11,6 +11,10 @@ public struct ProcessingURL: Sendable, Hashable {
     public let isSigned: Bool
     /// How the source was written in the URL.
     let encoding: SourceEncoding
+    /// The presets applied, in order (`default` first when the server has
+    /// one; a preset named again inside one being applied is not): imgproxy's
+    /// `UsedPresets`. Not part of the variant's identity, which is `options`.
+    public internal(set) var usedPresets: [String] = []
 
     /// How a source URL is written in a processing URL.
     enum SourceEncoding: Sendable, Hashable {

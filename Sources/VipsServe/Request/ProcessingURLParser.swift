@@ -146,12 +146,15 @@ public struct ProcessingURLParser: Sendable {
         }
         let context = ProcessingOptions.Context(presets: presets, allowsSecurityOptions: allowsSecurityOptions)
         var options = defaults
-        if presets["default"] != nil { try options.apply(presetNamed: "default", context: context, applying: []) }
+        var usedPresets: [String] = []
+        if presets["default"] != nil {
+            try options.apply(presetNamed: "default", context: context, applying: [], used: &usedPresets)
+        }
         var index = 0
         if onlyPresets {
             // imgproxy's only-presets mode: the first segment names presets, whatever it looks like.
             for name in parts[0].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false) {
-                try options.apply(presetNamed: Self.text(name), context: context, applying: [])
+                try options.apply(presetNamed: Self.text(name), context: context, applying: [], used: &usedPresets)
             }
             index = 1
         }
@@ -164,14 +167,16 @@ public struct ProcessingURLParser: Sendable {
             }
             try options.apply(
                 Substring(Self.text(arguments[0])), arguments.dropFirst().map { Substring(Self.text($0)) },
-                context: context, applying: [])
+                context: context, applying: [], used: &usedPresets)
             index += 1
         }
         let (source, encoding, fileExtension) = try Self.decodeSource(parts[index...])
         if let fileExtension {
             options.format = try ProcessingOptions.format(named: Substring(fileExtension), option: "extension")
         }
-        return ProcessingURL(options: options, source: source, isSigned: isSigned, encoding: encoding)
+        var url = ProcessingURL(options: options, source: source, isSigned: isSigned, encoding: encoding)
+        url.usedPresets = usedPresets
+        return url
     }
 
     /// Checks `signature` against `path` (from its leading `/`); whether a key checked it.

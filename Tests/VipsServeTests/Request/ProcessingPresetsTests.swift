@@ -77,6 +77,7 @@ final class ProcessingPresetsTests: XCTestCase {
         XCTAssertEqual(url.options.resizingType, .fill)
         XCTAssertEqual(url.options.blur, 0.2, accuracy: 0.0001)
         XCTAssertEqual(url.options.quality, 50)
+        XCTAssertEqual(url.usedPresets, ["test1", "test2"])
     }
 
     /// TestParsePathPresetDefault
@@ -86,6 +87,7 @@ final class ProcessingPresetsTests: XCTestCase {
         XCTAssertEqual(url.options.resizingType, .fill)
         XCTAssertEqual(url.options.blur, 0.2, accuracy: 0.0001)
         XCTAssertEqual(url.options.quality, 70)
+        XCTAssertEqual(url.usedPresets, ["default"])
     }
 
     /// TestParsePathPresetLoopDetection: a preset already being applied is skipped.
@@ -94,6 +96,7 @@ final class ProcessingPresetsTests: XCTestCase {
             .parseURL("/_/preset:test1/plain/http://images.dev/lorem/ipsum.jpg")
         XCTAssertEqual(url.options.resizingType, .fill)
         XCTAssertEqual(url.options.blur, 0.2, accuracy: 0.0001)
+        XCTAssertEqual(url.usedPresets, ["test1", "test2"])
     }
 
     /// TestParsePathOnlyPresets
