@@ -16,12 +16,13 @@ final class ServeChild: @unchecked Sendable {
     private(set) var port: UInt16 = 0
 
     /// Starts `vipsload serve ARGUMENTS` (with `--port 0 --bind 127.0.0.1` unless
-    /// given) and waits for its "listening on" line.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// given, or unless `addsAddress` is false: the environment's `IMGPROXY_BIND`
+    /// must then say 127.0.0.1) and waits for its "listening on" line.
+    init(_ arguments: [String], environment: [String: String] = [:], addsAddress: Bool = true) throws {
         process.executableURL = CLIHarness.binary
         var all = ["serve"]
-        if !arguments.contains("--port") { all += ["--port", "0"] }
-        if !arguments.contains("--bind") { all += ["--bind", "127.0.0.1"] }
+        if addsAddress, !arguments.contains("--port") { all += ["--port", "0"] }
+        if addsAddress, !arguments.contains("--bind") { all += ["--bind", "127.0.0.1"] }
         process.arguments = all + arguments
         process.environment = CLIHarness.environment(environment)
         process.standardOutput = FileHandle.nullDevice

@@ -223,6 +223,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var keepCopyright: Bool?
     /// `preserve_hdr`; nil (the default) is the server's.
     public var preserveHDR: Bool?
+    /// The security options (`msr`, `msfs`, `maf`, `mafr`), each nil (the
+    /// default) when the URL leaves the server's value.
+    public var security = SecurityLimits()
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -280,6 +283,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         if let stripColorProfile { segments.append("scp:\(stripColorProfile ? 1 : 0)") }
         if let keepCopyright { segments.append("kcr:\(keepCopyright ? 1 : 0)") }
         if let preserveHDR { segments.append("ph:\(preserveHDR ? 1 : 0)") }
+        segments += security.canonicalSegments
         return segments
     }
 }

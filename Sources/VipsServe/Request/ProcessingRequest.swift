@@ -18,6 +18,9 @@ public struct ProcessingRequest: Sendable {
     public let output: OutputPlan
     /// The parsed URL.
     public let url: ProcessingURL
+    /// The limits the source must keep (422 otherwise): the server's, with
+    /// the URL's security options in their place.
+    public internal(set) var securityLimits = SecurityLimits()
 
     /// The URL's options.
     public var options: ProcessingOptions { url.options }

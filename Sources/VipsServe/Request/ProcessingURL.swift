@@ -11,6 +11,10 @@ public struct ProcessingURL: Sendable, Hashable {
     public let isSigned: Bool
     /// How the source was written in the URL.
     let encoding: SourceEncoding
+    /// The presets applied, in order (`default` first when the server has
+    /// one; a preset named again inside one being applied is not): imgproxy's
+    /// `UsedPresets`. Not part of the variant's identity, which is `options`.
+    public internal(set) var usedPresets: [String] = []
 
     /// How a source URL is written in a processing URL.
     enum SourceEncoding: Sendable, Hashable {
@@ -22,7 +26,12 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// An unsigned path (signature `_`) that parses to the same options and
     /// source: the canonical options, then the source as a plain URL with every
-    /// character but the unreserved ones and `/` percent-encoded.
+    /// character but the unreserved ones and `/` percent-encoded. It parses
+    /// back to the same options with a parser of no presets and no
+    /// `defaults` of its own (a `default` preset or configured defaults are
+    /// applied again on the way back, and in only-presets mode the options
+    /// segment names presets); the variant's identity is
+    /// `ProcessingOptions.canonicalSegments`, which does not depend on that.
     public var canonicalPath: String {
         "/_/" + canonicalPathAfterSignature.dropFirst()
     }

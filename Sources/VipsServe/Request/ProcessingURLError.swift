@@ -17,11 +17,18 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
         /// An imgproxy option (or combination of options) this server does not
         /// implement. 404, as imgproxy's own unknown options.
         case unsupportedOption
+        /// An option the server does not allow in URLs
+        /// (`ProcessingURLParser.allowedOptions`, imgproxy's
+        /// `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`). 404, as imgproxy.
+        case forbiddenOption
         /// An output format imgproxy knows that this server does not encode.
         /// 422, as imgproxy's format it cannot save.
         case unsupportedFormat
         /// The signature is missing, malformed or wrong. 403.
         case badSignature
+        /// A security option (`max_src_resolution`…) on a server that does
+        /// not allow them (`ProcessingURLParser.allowsSecurityOptions`). 403, as imgproxy.
+        case securityOptionsNotAllowed
         /// The source is outside what the server may read (a path leaving the
         /// root, a host no `--allow-source` pattern admits, another scheme).
         /// 404, as imgproxy's source URL that is not allowed.
@@ -48,10 +55,10 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
     /// 422 for an output format, 404 for everything else.
     public var status: Int {
         switch reason {
-        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption: return 404
-        case .unsupportedFormat: return 422
-        case .badSignature: return 403
-        case .sourceNotAllowed, .sourceNotFound: return 404
+        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption, .forbiddenOption: return 400
+        case .unsupportedFormat: return 415
+        case .badSignature, .sourceNotAllowed, .securityOptionsNotAllowed: return 403
+        case .sourceNotFound: return 404
         }
     }
 

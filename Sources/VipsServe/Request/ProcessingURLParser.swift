@@ -46,6 +46,34 @@ public struct ProcessingURLParser: Sendable {
     public var sources: SourcePolicy
     /// Bounds on sizes.
     public var limits: Limits
+    /// imgproxy's `IMGPROXY_PATH_PREFIX`: every image URL's path starts with
+    /// it (`/img` serves `/img/%signature/…`); it is not part of what a
+    /// signature signs. A path without it is 400. Set it with a leading `/`
+    /// and no trailing one. Default "" (none).
+    public var pathPrefix = ""
+    /// The state every URL's options start from: imgproxy's defaults, with
+    /// the server's own where it configures them (`IMGPROXY_STRIP_METADATA`).
+    /// Default `ProcessingOptions()`.
+    public var defaults = ProcessingOptions()
+    /// The presets `preset:NAME` (`pr:`) applies; one named `default` is
+    /// applied to every URL before its options. Default none.
+    public var presets = ProcessingPresets()
+    /// imgproxy's `IMGPROXY_ONLY_PRESETS`: the options segment of a URL is
+    /// preset names only (`/sig/thumb:small/plain/…`), separated by `:`.
+    /// Default false.
+    public var onlyPresets = false
+    /// imgproxy's `IMGPROXY_ALLOW_SECURITY_OPTIONS`: whether a URL may set
+    /// its own `SecurityLimits` (`msr`, `msfs`, `maf`, `mafr`); otherwise
+    /// they are refused with 403. Default false.
+    public var allowsSecurityOptions = false
+    /// imgproxy's `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`: the option names
+    /// (as written: `w` and `width` are two names) a URL's options segment
+    /// may use, others refused (`.forbiddenOption`); the options inside
+    /// presets are not checked. nil (the default) allows every option.
+    public var allowedOptions: Set<String>?
+    /// The server's `SecurityLimits`, which a URL's security options replace
+    /// for that URL. Default: none set.
+    public var security = SecurityLimits()
 
     /// A parser checking signatures with `signingKeys` (none: unsigned URLs),
     /// resolving sources with `sources`.
@@ -72,9 +100,11 @@ public struct ProcessingURLParser: Sendable {
         let source = try sources.resolve(url.source, encoding: url.encoding)
         // Every redirect of the source's download must pass the policy the source passed.
         let policy = sources
-        return try ProcessingRequest(
+        var request = try ProcessingRequest(
             url: url, source: source, limits: limits,
             allowsRedirect: { policy.allowsRedirect(to: $0) })
+        request.securityLimits = security.overridden(by: url.options.security)
+        return request
     }
 
     /// The grammar alone: the signature checked and the options and source
@@ -106,6 +136,12 @@ public struct ProcessingURLParser: Sendable {
             throw ProcessingURLError(.badSignature, "a query is not covered by the signature")
         }
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        if !pathPrefix.isEmpty {
+            guard path.starts(with: pathPrefix.utf8) else {
+                throw ProcessingURLError(.malformedURL, "the path does not start with the server's prefix")
+            }
+            path = path.dropFirst(pathPrefix.utf8.count)
+        }
         guard path.first == UInt8(ascii: "/") else {
             throw ProcessingURLError(.malformedURL, "the path does not start with /")
         }
@@ -118,23 +154,42 @@ public struct ProcessingURLParser: Sendable {
         let rest = Self.undoingProxyNormalisation(path[(slash + 1)...])
         let isSigned = try checkSignature(signature, path: "/" + Self.text(rest[...]))
         let parts = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        if let first = parts.first, ProcessingOptions.ResizingType(rawValue: Self.text(first)) != nil {
+        if !onlyPresets, let first = parts.first, ProcessingOptions.ResizingType(rawValue: Self.text(first)) != nil {
             throw ProcessingURLError(.malformedURL, "the basic URL format (/\(Self.text(first))/…) is not supported")
         }
+        let context = ProcessingOptions.Context(presets: presets, allowsSecurityOptions: allowsSecurityOptions)
         var options = defaults
+        var usedPresets: [String] = []
+        if presets["default"] != nil {
+            try options.apply(presetNamed: "default", context: context, applying: [], used: &usedPresets)
+        }
         var index = 0
-        while index < parts.count {
+        if onlyPresets {
+            // imgproxy's only-presets mode: the first segment names presets, whatever it looks like.
+            for name in parts[0].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false) {
+                try options.apply(presetNamed: Self.text(name), context: context, applying: [], used: &usedPresets)
+            }
+            index = 1
+        }
+        while !onlyPresets, index < parts.count {
             let arguments = parts[index].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
             guard arguments.count > 1 else { break }
+            if let allowedOptions, !allowedOptions.contains(Self.text(arguments[0])) {
+                throw ProcessingURLError(
+                    .forbiddenOption, "option \(Self.text(arguments[0])) is not allowed on this server")
+            }
             try options.apply(
-                Substring(Self.text(arguments[0])), arguments.dropFirst().map { Substring(Self.text($0)) })
+                Substring(Self.text(arguments[0])), arguments.dropFirst().map { Substring(Self.text($0)) },
+                context: context, applying: [], used: &usedPresets)
             index += 1
         }
         let (source, encoding, fileExtension) = try Self.decodeSource(parts[index...])
         if let fileExtension {
             options.format = try ProcessingOptions.format(named: Substring(fileExtension), option: "extension")
         }
-        return ProcessingURL(options: options, source: source, isSigned: isSigned, encoding: encoding)
+        var url = ProcessingURL(options: options, source: source, isSigned: isSigned, encoding: encoding)
+        url.usedPresets = usedPresets
+        return url
     }
 
     /// Checks `signature` against `path` (from its leading `/`); whether a key checked it.

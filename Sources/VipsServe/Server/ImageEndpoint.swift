@@ -197,6 +197,9 @@ final class ImageEndpoint: Sendable {
                     .named(job.request.source.description)
             }
         }
+        if let refusal = job.securityLimits.refusal(fileSize: Self.byteCount(of: input)) {
+            return .failure(ErrorStatus(422, refusal))
+        }
         let header: ImageInfo
         if let isolation = configuration.isolation, isolation.isolates(await source.sniff(input)) {
             // Never parsed here: the worker decodes it, and only the result comes back. Estimated as
@@ -217,6 +220,10 @@ final class ImageEndpoint: Sendable {
             case .success(let info): header = info
             case .failure(let error): return .failure(ErrorStatus(error))
             }
+            // A worker's decode is bounded by its own limits; this header is read here only.
+            if let refusal = job.securityLimits.refusal(width: header.width, height: header.height) {
+                return .failure(ErrorStatus(422, refusal))
+            }
         }
         let estimate = RenderMemoryEstimate(info: header, geometry: job.geometry, format: job.knownFormat)
         do throws(MemoryAdmission.Refusal) {
@@ -227,6 +234,16 @@ final class ImageEndpoint: Sendable {
             case .overBudget: return .failure(.overMemoryBudget)
             case .cancelled: return .failure(.clientGone)
             }
+        }
+    }
+
+    /// The encoded size of `input`: its count, or its file's size (0 when it cannot be read: the decode says why).
+    private static func byteCount(of input: ImageInput) -> Int {
+        switch input {
+        case .data(let bytes): return bytes.count
+        case .file(let path):
+            var status = stat()
+            return stat(path, &status) == 0 ? Int(status.st_size) : 0
         }
     }
 
@@ -294,7 +311,8 @@ final class ImageEndpoint: Sendable {
                     key: RepresentationKey(source: identity, options: processing.variantKey, format: formatName),
                     request: imageRequest, encoding: encoding, keepsMetadata: plan.keepsMetadata,
                     background: plan.background, maxAge: maxAge, isRemote: source.filePath == nil,
-                    geometry: RenderMemoryEstimate.Geometry(processing), vary: vary),
+                    geometry: RenderMemoryEstimate.Geometry(processing), vary: vary,
+                    securityLimits: processing.securityLimits, allowOrigin: configuration.allowOrigin),
                 processing))
     }
 

@@ -62,11 +62,19 @@ final class ImageRouter: HTTPHandler {
         guard request.target.utf8.count <= configuration.maxURLLength else {
             return .respond(fixed.uriTooLong, note: nil)
         }
+        if request.method == "OPTIONS", let origin = configuration.allowOrigin {
+            // CORS preflight, as imgproxy answers it with IMGPROXY_ALLOW_ORIGIN.
+            return .respond(HTTPResponse(status: 200, headers: RenderJob.corsHeaders(origin)), note: nil)
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .respond(fixed.methodNotAllowed, note: nil)
         }
         if isDraining { return .respond(fixed.draining, note: nil) }
-        switch request.path {
+        // With a path prefix, /health and /metrics are also under it (as imgproxy's routes are).
+        var path = request.path
+        let prefix = configuration.urls.pathPrefix
+        if !prefix.isEmpty, path.hasPrefix(prefix) { path = path.dropFirst(prefix.count) }
+        switch path {
         case "/health":
             return .respond(fixed.health, note: nil)
         case "/metrics":

@@ -99,6 +99,11 @@ extension ImageServer {
         /// imgproxy does without a key) and `SourcePolicy.none` (every image
         /// URL is refused with 404 until a local root or source patterns are set).
         public var urls = ProcessingURLParser(sources: .none)
+        /// imgproxy's `IMGPROXY_ALLOW_ORIGIN`: the `Access-Control-Allow-Origin`
+        /// (with `Access-Control-Allow-Methods: GET, OPTIONS`) of every image
+        /// response, and `OPTIONS` requests answered 200 with them; nil for
+        /// no CORS header (and `OPTIONS` gets 405). Default nil.
+        public var allowOrigin: String?
         /// Where the access log and the server's events go; nil for nowhere. Default nil.
         public var log: (any ImageServerLogging)?
         /// Whether a client's `If-None-Match` that does not name this

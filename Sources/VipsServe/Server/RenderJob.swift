@@ -73,6 +73,10 @@ struct RenderJob: Sendable {
     /// The request fields the answer depends on besides the URL (`Vary`), in
     /// imgproxy's order: `Accept`, then the client hints.
     var vary: [String] = []
+    /// The limits the source must keep (422 otherwise), checked once its bytes and header are known.
+    var securityLimits = SecurityLimits()
+    /// `Access-Control-Allow-Origin` (`ImageServer.Configuration.allowOrigin`); nil for none.
+    var allowOrigin: String?
 
     /// The format the render is encoded in, when it is known before the decode.
     var knownFormat: OutputFormat? { encoding.format.map(encoding.outputFormat) }
@@ -82,6 +86,7 @@ struct RenderJob: Sendable {
         var fields = [("ETag", key.entityTag), ("Cache-Control", "public, max-age=\(maxAge)")]
         if !vary.isEmpty { fields.append(("Vary", vary.joined(separator: ", "))) }
         if let lastModified { fields.append(("Last-Modified", lastModified)) }
+        if let allowOrigin { fields += Self.corsHeaders(allowOrigin) }
         return fields
     }
 
@@ -131,6 +136,11 @@ struct RenderJob: Sendable {
     /// The 304 response.
     func notModified() -> HTTPResponse? {
         HTTPResponse(status: 304, headers: headers)
+    }
+
+    /// The CORS header fields for `origin`, as imgproxy sends them.
+    static func corsHeaders(_ origin: String) -> [(String, String)] {
+        [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", "GET, OPTIONS")]
     }
 
     /// The media type of an output format.

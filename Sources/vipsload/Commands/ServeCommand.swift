@@ -24,6 +24,8 @@ enum ServeCommand {
                               [--quality N] [--format-quality LIST] [--preferred-formats LIST]
                               [--auto-webp|--enforce-webp] [--auto-avif|--enforce-avif] [--auto-jxl|--enforce-jxl]
                               [--client-hints]
+                              [--preset NAME=OPTIONS]... [--presets-file PATH] [--only-presets]
+                              [--allow-security-options] [--max-src-resolution MP] [--max-src-file-size N]
 
         Serves thumbnails on demand over HTTP/1.1, with imgproxy's URL format, until
         SIGTERM or SIGINT: then it stops accepting connections, answers new requests
@@ -60,6 +62,28 @@ enum ServeCommand {
 
           Without these flags, imgproxy's IMGPROXY_KEY and IMGPROXY_SALT (comma-separated
           pairs) and IMGPROXY_SIGNATURE_SIZE are read from the environment.
+          --preset NAME=OPTIONS a preset: options (rs:fill:300:200/q:80) a URL applies with
+                                preset:NAME (pr:); 'default' applies to every URL (repeatable)
+          --presets-file PATH   presets, one a line (blank lines and # comments skipped)
+          --only-presets        a URL's options segment is preset names only (a:b)
+          --allowed-options LIST
+                                the option names URLs may use, comma-separated (w,h,pr); others 400
+          --allow-security-options
+                                URLs may set max_src_resolution (msr), max_src_file_size (msfs),
+                                max_animation_frames (maf), max_animation_frame_resolution (mafr)
+          --max-src-resolution MP
+                                refuse sources over MP megapixels with 422
+          --max-src-file-size N refuse source files over N bytes with 422 (0: no limit)
+          --max-animation-frames N, --max-animation-frame-resolution MP
+                                imgproxy's animation limits (serve renders the first frame)
+          --download-timeout S  a source download's deadline (default --timeout)
+          --path-prefix PREFIX  image URLs (and /health, /metrics) are under PREFIX (/img)
+          --allow-origin ORIGIN Access-Control-Allow-Origin of image responses; OPTIONS answered
+
+          Every flag above and below whose imgproxy variable docs/serve.md lists
+          (IMGPROXY_BIND, IMGPROXY_TIMEOUT, IMGPROXY_PRESETS...) is read from the
+          environment when the flag is not given; a set IMGPROXY_* variable serve does
+          not know is an error.
           --timeout S           a request not answered within S seconds gets 504: loading,
                                 decoding and encoding (default 10)
           --drain-timeout S     how long requests in flight may take after SIGTERM (default 10)
@@ -127,12 +151,19 @@ enum ServeCommand {
                 "timeout", "drain-timeout", "queue", "jobs",
                 "max-age", "memory-cache", "memory-budget",
                 "cache-dir", "cache-size", "max-source-bytes", "max-connections", "max-connections-per-ip",
-                "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate", "worker-memory"
+                "connection-timeout", "header-timeout", "downloads", "threads", "log-format", "isolate",
+                "worker-memory",
+                "download-timeout", "preset", "presets-file", "max-src-resolution", "max-src-file-size",
+                "max-animation-frames", "max-animation-frame-resolution", "path-prefix", "allow-origin",
+                "allowed-options"
             ]).union(ServeOutputFlags.valueOptions),
-            flagOptions: DecoderFlags.flagOptions.union(["quiet", "allow-private-sources"]).union(
-                ServeOutputFlags.flagOptions),
-            shortOptions: shortOptions)
-        let parsed = try parser.parse(arguments)
+            flagOptions: DecoderFlags.flagOptions.union([
+                "quiet", "allow-private-sources", "only-presets", "allow-security-options"
+            ]).union(ServeOutputFlags.flagOptions), shortOptions: shortOptions)
+        let given = try parser.parse(arguments)
+        // imgproxy's IMGPROXY_* variables stand in for the flags not given (ServeSettings+Imgproxy).
+        let environment = given.help ? nil : try ServeSettings(given).imgproxyEnvironment()
+        let parsed = environment?.parsed ?? given
         if parsed.help {
             Terminal.out(usage)
             return 0
@@ -141,6 +172,7 @@ enum ServeCommand {
             throw ArgumentParser.UsageError(description: "unexpected argument '\(parsed.positional[0])'")
         }
         var options = try self.options(parsed)
+        try environment?.apply(to: &options)
         for warning in options.warnings { Terminal.err("vipsload serve: warning: \(warning)") }
         let log = ServeLog(format: options.logFormat, logsRequests: !options.quiet)
         options.server.log = log
@@ -268,8 +300,9 @@ enum ServeCommand {
         try? pipeline.setDecodeTimeLimit(.seconds(timeout))
         // A request that times out or whose client hangs up stops its decode and processors, not only its answer.
         pipeline.stopsAbandonedWork = true
-        pipeline.http.requestTimeout = TimeInterval(timeout)
-        pipeline.http.resourceTimeout = TimeInterval(timeout)
+        let downloadTimeout = try parsed.int("download-timeout", default: timeout, in: 1...86_400)
+        pipeline.http.requestTimeout = TimeInterval(downloadTimeout)
+        pipeline.http.resourceTimeout = TimeInterval(downloadTimeout)
         pipeline.http.maxBodyBytes = maxSourceBytes
         pipeline.http.maxConcurrentDownloads = try parsed.int("downloads", default: 6, in: 1...1024)
 
@@ -282,6 +315,8 @@ enum ServeCommand {
         }
         let rules = try urls(ServeSettings(parsed), root: root)
         server.urls = rules.parser
+        try ServeSettings.applyProcessingFlags(parsed, to: &server.urls)
+        server.allowOrigin = parsed.value("allow-origin")
         var warnings = rules.warnings
         if let root, let warning = rootWarning(root) { warnings.append(warning) }
         pipeline.http.addressPolicy = parsed.flag("allow-private-sources") ? .unrestricted : .publicOnly
