@@ -121,7 +121,8 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertEqual(try plainConnection.request("/_" + path, method: "OPTIONS").status, 405)
     }
 
-    /// IMGPROXY_QUALITY and IMGPROXY_STRIP_METADATA set the options' defaults: a URL without them is the URL with them.
+    /// IMGPROXY_QUALITY (`--quality`) and IMGPROXY_STRIP_METADATA set the defaults: a URL without them
+    /// makes the bytes of the URL with them.
     func testQualityAndStripMetadataAreTheOptionsDefaults() throws {
         let root = try imageRoot()
         let child = try start([
@@ -132,7 +133,6 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         let spelled = try connection.request("/_/w:64/q:30/sm:0/plain/local:///photo.png@jpg")
         let better = try connection.request("/_/w:64/q:90/plain/local:///photo.png@jpg")
         XCTAssertEqual([plain.status, spelled.status, better.status], [200, 200, 200])
-        XCTAssertEqual(plain.header("ETag"), spelled.header("ETag"))
         XCTAssertEqual(plain.body, spelled.body)
         XCTAssertLessThan(plain.body.count, better.body.count, "quality 30 is smaller than 90")
     }

@@ -341,9 +341,13 @@ extension ServeSettings {
                 target: .field(overriddenBy: nil) {
                     (options: inout ServeCommand.Options, text: String) throws(UsageError) in
                     if !(try Self.bool(text, "IMGPROXY_USE_ETAG")) {
-                        options.warnings.append("IMGPROXY_USE_ETAG=false is ignored: serve always sends a strong ETag")
+                        // No origin revalidation by the client's tag; serve's own strong ETag stays (a warning says so).
+                        options.server.forwardsEntityTagConditions = false
+                        options.warnings.append(
+                            "IMGPROXY_USE_ETAG=false: If-None-Match is not forwarded to origins, but serve still sends its strong ETag"
+                        )
                     }
-                }, meaning: "serve always sends ETags (false: a warning)"),
+                }, meaning: "false: If-None-Match not forwarded to origins (serve always sends ETags)"),
             Variable(
                 name: "IMGPROXY_LOG_FORMAT", target: .flag("log-format", Self.logFormat),
                 meaning: "pretty, structured (text); json, gcp (json)"),
@@ -433,11 +437,49 @@ extension ServeSettings {
                     options.server.urls.defaults.stripMetadata = try Self.bool(text, "IMGPROXY_STRIP_METADATA")
                 }, meaning: "strip_metadata's default (true)"),
             Variable(
-                name: "IMGPROXY_QUALITY",
+                name: "IMGPROXY_QUALITY", target: .flag("quality", Self.same), meaning: "default quality (80)"),
+            Variable(
+                name: "IMGPROXY_FORMAT_QUALITY", target: .flag("format-quality", Self.same),
+                meaning: "per-format qualities, jpeg=70,avif=40"),
+            Variable(
+                name: "IMGPROXY_PREFERRED_FORMATS", target: .flag("preferred-formats", Self.same),
+                meaning: "formats kept or fallen back to (jpeg,png,gif)"),
+            Variable(
+                name: "IMGPROXY_AUTO_WEBP", target: .flag("auto-webp", Self.switchFlag), meaning: "WebP from Accept"),
+            Variable(
+                name: "IMGPROXY_ENFORCE_WEBP", target: .flag("enforce-webp", Self.switchFlag),
+                meaning: "WebP from Accept, over the URL's format"),
+            Variable(
+                name: "IMGPROXY_AUTO_AVIF", target: .flag("auto-avif", Self.switchFlag), meaning: "AVIF from Accept"),
+            Variable(
+                name: "IMGPROXY_ENFORCE_AVIF", target: .flag("enforce-avif", Self.switchFlag),
+                meaning: "AVIF from Accept, over the URL's format"),
+            Variable(
+                name: "IMGPROXY_AUTO_JXL", target: .flag("auto-jxl", Self.switchFlag), meaning: "JPEG XL from Accept"),
+            Variable(
+                name: "IMGPROXY_ENFORCE_JXL", target: .flag("enforce-jxl", Self.switchFlag),
+                meaning: "JPEG XL from Accept, over the URL's format"),
+            Variable(
+                name: "IMGPROXY_ENABLE_CLIENT_HINTS", target: .flag("client-hints", Self.switchFlag),
+                meaning: "DPR and Width client hints"),
+            Variable(
+                name: "IMGPROXY_STRIP_COLOR_PROFILE",
                 target: .field(overriddenBy: nil) {
                     (options: inout ServeCommand.Options, text: String) throws(UsageError) in
-                    options.server.urls.defaults.quality = try Self.int(text, "IMGPROXY_QUALITY", 0...100)
-                }, meaning: "quality's default (0: each format's)"),
+                    options.server.output.stripColorProfile = try Self.bool(text, "IMGPROXY_STRIP_COLOR_PROFILE")
+                }, meaning: "strip_color_profile's default (true)"),
+            Variable(
+                name: "IMGPROXY_KEEP_COPYRIGHT",
+                target: .field(overriddenBy: nil) {
+                    (options: inout ServeCommand.Options, text: String) throws(UsageError) in
+                    options.server.output.keepCopyright = try Self.bool(text, "IMGPROXY_KEEP_COPYRIGHT")
+                }, meaning: "keep_copyright's default (true)"),
+            Variable(
+                name: "IMGPROXY_USE_LAST_MODIFIED",
+                target: .field(overriddenBy: nil) {
+                    (options: inout ServeCommand.Options, text: String) throws(UsageError) in
+                    options.server.usesLastModified = try Self.bool(text, "IMGPROXY_USE_LAST_MODIFIED")
+                }, meaning: "Last-Modified and If-Modified-Since (serve: on unless false)"),
             Variable(
                 name: "IMGPROXY_AUTO_ROTATE",
                 target: .field(overriddenBy: nil) { (_: inout ServeCommand.Options, text: String) throws(UsageError) in
