@@ -46,6 +46,10 @@ public struct ProcessingURLParser: Sendable {
     public var sources: SourcePolicy
     /// Bounds on sizes.
     public var limits: Limits
+    /// The image the `watermark` (`wm`) option draws (imgproxy's
+    /// `IMGPROXY_WATERMARK_*`); nil (the default) for none, when the option
+    /// draws nothing, as in imgproxy.
+    public var watermark: WatermarkImage?
 
     /// A parser checking signatures with `signingKeys` (none: unsigned URLs),
     /// resolving sources with `sources`.
@@ -68,7 +72,7 @@ public struct ProcessingURLParser: Sendable {
         let policy = sources
         return try ProcessingRequest(
             url: url, source: source, limits: limits,
-            allowsRedirect: { policy.allowsRedirect(to: $0) })
+            allowsRedirect: { policy.allowsRedirect(to: $0) }, watermark: watermark)
     }
 
     /// The grammar alone: the signature checked and the options and source
