@@ -64,7 +64,10 @@ public struct ProcessingRequest: Sendable {
         if let background = options.background { processors.append(ProcessingSteps.Flatten(background: background)) }
         // imgproxy's last step: the watermark, over the finished result.
         let drawn = options.watermark.opacity > 0 ? watermark : nil
-        if let drawn { processors.append(ProcessingSteps.Watermark(options: options, image: drawn)) }
+        if let drawn {
+            processors.append(
+                ProcessingSteps.Watermark(options: options, image: drawn, limit: limits.maxResultDimension))
+        }
         watermarkIdentity = drawn?.identity
         request.processors = processors
         if output.keepsMetadata { request.options.insert(.keepMetadata) }

@@ -91,6 +91,8 @@ extension ImageServer {
         /// from. Default: no keys (any signature segment is accepted, as
         /// imgproxy does without a key) and `SourcePolicy.none` (every image
         /// URL is refused with 403 until a local root or source patterns are set).
+        /// Its `watermark` is the image imgproxy's `wm` option draws (a
+        /// `WatermarkImage`, decoded before the server starts); default none.
         public var urls = ProcessingURLParser(sources: .none)
         /// Where the access log and the server's events go; nil for nowhere. Default nil.
         public var log: (any ImageServerLogging)?

@@ -293,6 +293,20 @@ final class WatermarkTests: XCTestCase {
         XCTAssertEqual([tiny.width, tiny.height], [1, 1])
     }
 
+    func testAScaledWatermarkOverTheResultLimitIsRefusedBeforeItIsDecoded() async throws {
+        let parser = try parser(watermark: try WatermarkImage(data: try Data(contentsOf: file("geometry.png"))))
+        // 300×200 × 40: a 12000×6000 watermark, 72 M pixels (under the decode limit), over the 8192-pixel side limit.
+        do {
+            _ = try await image("wm:1:ce:0:0:40/f:png", "opaque.png", parser)
+            XCTFail("a 12000-pixel watermark")
+        } catch let error as VipsError {
+            XCTAssertEqual(error.kind, .invalidArgument)
+            XCTAssertTrue(error.message.contains("12000×6000, over the 8192-pixel limit"), error.message)
+        }
+        let result = try await image("wm:1:ce:0:0:20/f:png", "opaque.png", parser)
+        XCTAssertEqual([result.width, result.height], [300, 200], "6000×3000 is within it")
+    }
+
     func testReplicateWithSpacingThatLeavesNoTileIsRefused() {
         var spec = ProcessingOptions.Watermark()
         spec.opacity = 1

@@ -4,10 +4,12 @@ extension ProcessingSteps {
     /// imgproxy's watermark (processing/watermark.go), the last step of its
     /// pipeline: the configured `WatermarkImage`, scaled when the URL asks
     /// (`WatermarkLayout`), drawn over the result at its position, or tiled
-    /// over all of it, at the URL's opacity times the configured one.
+    /// over all of it, at the URL's opacity times the configured one. A
+    /// scaled watermark is at most `limit` pixels a side (the result limit).
     struct Watermark: ImageProcessing {
         let options: ProcessingOptions
         let image: WatermarkImage
+        let limit: Int
 
         var identifier: String {
             "vipsserve.watermark(\(image.identity),\(options.canonicalSegments.joined(separator: "/")))"
@@ -20,6 +22,11 @@ extension ProcessingSteps {
                 options.watermark, result: (bitmap.width, bitmap.height),
                 watermark: (image.image.width, image.image.height),
                 dpr: ProcessingSteps.geometry(options, for: bitmap).dprScale)
+            guard layout.width <= limit, layout.height <= limit else {
+                throw VipsError(
+                    .invalidArgument,
+                    "watermark: scaled to \(layout.width)×\(layout.height), over the \(limit)-pixel limit")
+            }
             let overlay: Bitmap
             do throws(VipsError) {
                 overlay = try image.scaled(width: layout.width, height: layout.height)
