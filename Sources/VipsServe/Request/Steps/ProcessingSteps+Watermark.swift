@@ -60,17 +60,25 @@ extension ProcessingSteps {
                     let d = out + (y * width + x) * baseChannels
                     let over = (overlayChannels == 4 ? Double(s[3]) / 255 : 1) * opacity
                     guard over > 0 else { return }
-                    if baseChannels == 3, over >= 1 {
-                        (d[0], d[1], d[2]) = (s[0], s[1], s[2])
+                    if baseChannels == 3 {
+                        // An opaque base: its coverage stays 1, no division.
+                        if over >= 1 {
+                            (d[0], d[1], d[2]) = (s[0], s[1], s[2])
+                            return
+                        }
+                        let keep = 1 - over
+                        for channel in 0..<3 {
+                            d[channel] = Self.truncated(Double(s[channel]) * over + Double(d[channel]) * keep)
+                        }
                         return
                     }
-                    let under = baseChannels == 4 ? Double(d[3]) / 255 : 1
-                    let covered = over + under * (1 - over)
+                    let under = Double(d[3]) / 255
                     let weight = under * (1 - over)
+                    let covered = over + weight
                     for channel in 0..<3 {
                         d[channel] = Self.truncated((Double(s[channel]) * over + Double(d[channel]) * weight) / covered)
                     }
-                    if baseChannels == 4 { d[3] = Self.truncated(covered * 255) }
+                    d[3] = Self.truncated(covered * 255)
                 }
                 switch layout.placement {
                 case .at(let left, let top):
