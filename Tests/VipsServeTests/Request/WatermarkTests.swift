@@ -359,7 +359,7 @@ final class WatermarkTests: XCTestCase {
             "wm:1:ce:0:0:0", "wm:1:ce:0:0:-1", "wm:1:ce:0:0:1:2:3:4"
         ] {
             XCTAssertThrowsError(try options(bad), bad) { error in
-                XCTAssertEqual((error as? ProcessingURLError)?.status, 400, bad)
+                XCTAssertEqual((error as? ProcessingURLError)?.reason, .invalidOption, bad)
             }
         }
     }
