@@ -97,7 +97,8 @@ public final class WatermarkImage: Sendable {
                 resolved = try sources.source(for: url)
             } catch {
                 throw VipsError(
-                    error.status == 404 ? .fileNotFound : .sourceNotAllowed, "watermark URL: \(error.message)")
+                    error.reason == .sourceNotFound ? .fileNotFound : .sourceNotAllowed,
+                    "watermark URL: \(error.message)")
             }
             var request = ImageRequest(source: resolved)
             request.allowsRedirect = { sources.allowsRedirect(to: $0) }
