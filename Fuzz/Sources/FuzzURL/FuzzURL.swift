@@ -28,9 +28,9 @@ private struct URLWorld: Sendable {
     let parser: ProcessingURLParser
     let signedParser: ProcessingURLParser
     let key: URLSigningKey
-    let decoder = ImageDecoder(
-        options: DecodeOptions(
-            limits: DecodeLimits(maxPixelCount: 1 << 20, maxDimension: 1024, maxPages: 4, maxInputBytes: 1 << 20)))
+    let decoder = ImageDecoder(options: decodeOptions)
+    static let decodeOptions = DecodeOptions(
+        limits: DecodeLimits(maxPixelCount: 1 << 20, maxDimension: 1024, maxPages: 4, maxInputBytes: 1 << 20))
     static let limits = ProcessingURLParser.Limits(maxResultDimension: 512, maxDPR: 4)
 
     static func make() -> URLWorld {
@@ -44,9 +44,14 @@ private struct URLWorld: Sendable {
             }
             let sources = try SourcePolicy(localRoot: folder.path, allowedSources: patterns)
             let key = try URLSigningKey(hexKey: "736563726574", hexSalt: "68656C6C6F")
-            return URLWorld(
-                root: folder.path, parser: ProcessingURLParser(sources: sources, limits: limits),
-                signedParser: ProcessingURLParser(signingKeys: [key], sources: sources, limits: limits), key: key)
+            var parser = ProcessingURLParser(sources: sources, limits: limits)
+            var signedParser = ProcessingURLParser(signingKeys: [key], sources: sources, limits: limits)
+            // A watermark, so `wm` URLs run the watermark step (its placement, tiling, scaling) too.
+            let watermark = try WatermarkImage(
+                data: try seedPNG(width: 16, height: 8, channels: 4), opacity: 0.8, decodeOptions: decodeOptions)
+            parser.watermark = watermark
+            signedParser.watermark = watermark
+            return URLWorld(root: folder.path, parser: parser, signedParser: signedParser, key: key)
         } catch {
             broken("cannot set up the URL fuzzer's folder: \(error)")
         }

@@ -58,6 +58,7 @@ extension ProcessingOptions {
         case "dpr":
             try option.atMost(1)
             dpr = try option.positiveDouble(at: 0)
+        case "watermark", "wm": try applyWatermark(option)
         case "cachebuster", "cb":
             try option.atMost(1)
             cacheBuster = option.values[0].isEmpty ? nil : String(option.values[0])
@@ -271,7 +272,7 @@ extension ProcessingOptions {
             (["min-width", "mw"], "min width"), (["min-height", "mh"], "min height"), (["zoom", "z"], "zoom"),
             (["extend_aspect_ratio", "extend_ar", "exar"], "extend to an aspect ratio"), (["trim", "t"], "trim"),
             (["auto_rotate", "ar"], "auto rotate"), (["flip", "fl"], "flip"), (["pixelate", "pix"], "pixelate"),
-            (["watermark", "wm"], "watermark"), (["keep_copyright", "kcr"], "keep copyright"),
+            (["keep_copyright", "kcr"], "keep copyright"),
             (["strip_color_profile", "scp"], "strip color profile"), (["preserve_hdr", "ph"], "preserve HDR"),
             (["enforce_thumbnail", "eth"], "enforce thumbnail"), (["format_quality", "fq"], "format quality"),
             (["max_bytes", "mb"], "max bytes"),

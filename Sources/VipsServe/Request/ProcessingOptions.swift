@@ -150,6 +150,45 @@ public struct ProcessingOptions: Sendable, Hashable {
         }
     }
 
+    /// imgproxy's `watermark` option: how the server's configured watermark
+    /// image (`ProcessingURLParser.watermark`) is drawn on the result.
+    public struct Watermark: Sendable, Hashable {
+        /// Where the watermark sits: a compass position, or `re`, tiled over the whole result.
+        public enum Position: String, Sendable, Hashable, CaseIterable {
+            /// `ce`, `no`, `so`, `ea`, `we`: the centre or an edge.
+            case centre = "ce", north = "no", south = "so", east = "ea", west = "we"
+            /// `noea`, `nowe`, `soea`, `sowe`: a corner.
+            case northEast = "noea", northWest = "nowe", southEast = "soea", southWest = "sowe"
+            /// `re`: repeated across and down the result, the pattern centred; the
+            /// offsets are the spacing between copies.
+            case replicate = "re"
+        }
+
+        /// 0–1, multiplied by the configured opacity; 0 (the default) draws nothing.
+        public var opacity = 0.0
+        /// Where it sits. Default `ce`.
+        public var position = Position.centre
+        /// The x offset from the position's edge: pixels (scaled by the dpr) when
+        /// at least 1 in magnitude, a fraction of the result's width below that.
+        /// For `re`, the horizontal space between copies.
+        public var x = 0.0
+        /// The y offset, as `x`.
+        public var y = 0.0
+        /// The watermark's size as a fraction of the result's (it fits, keeping
+        /// its aspect ratio, in the result's size times `scale`); 0 (the
+        /// default) keeps the watermark's own size.
+        public var scale = 0.0
+
+        /// No watermark: imgproxy's default.
+        public init() {}
+
+        /// The option arguments that set this state again: `opacity:position:x:y[:scale]`.
+        var arguments: String {
+            let texts = [Gravity.text(opacity), position.rawValue, Gravity.text(x), Gravity.text(y)]
+            return (texts + (scale != 0 ? [Gravity.text(scale)] : [])).joined(separator: ":")
+        }
+    }
+
     /// `resizing_type`. Default `.fit`.
     public var resizingType = ResizingType.fit
     /// `width` in points; 0 (the default) follows from the height and the aspect ratio.
@@ -226,6 +265,8 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// The security options (`msr`, `msfs`, `maf`, `mafr`), each nil (the
     /// default) when the URL leaves the server's value.
     public var security = SecurityLimits()
+    /// `watermark` (`wm`). Default none (opacity 0).
+    public var watermark = Watermark()
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -263,6 +304,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         if rotate != 0 { segments.append("rot:\(rotate)") }
         if !stripMetadata { segments.append("sm:0") }
         if dpr != 1 { segments.append("dpr:\(Gravity.text(dpr))") }
+        if watermark != Watermark() { segments.append("wm:\(watermark.arguments)") }
         if let cacheBuster { segments.append("cb:\(cacheBuster)") }
         if !skipProcessing.isEmpty {
             segments.append(

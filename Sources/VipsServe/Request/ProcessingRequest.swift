@@ -27,16 +27,22 @@ public struct ProcessingRequest: Sendable {
     /// Whether the URL's signature was checked.
     public var isSigned: Bool { url.isSigned }
     /// The variant's identity, for cache keys and ETags with the source's:
-    /// the canonical options (format included), the same for every spelling of them.
-    public var variantKey: String { url.options.canonicalSegments.joined(separator: "/") }
+    /// the canonical options (format included), the same for every spelling of
+    /// them; and, when a watermark is drawn, the watermark's `identity`.
+    public var variantKey: String {
+        url.options.canonicalSegments.joined(separator: "/") + (watermarkIdentity.map { "/wm-image:\($0)" } ?? "")
+    }
+    /// The identity of the watermark drawn on the result, nil when none is.
+    let watermarkIdentity: String?
 
     /// The request for `url` reading `source`, whose download follows only
-    /// the redirects `allowsRedirect` allows (`ImageRequest.allowsRedirect`).
+    /// the redirects `allowsRedirect` allows (`ImageRequest.allowsRedirect`),
+    /// drawing `watermark` when the URL's `wm` asks for it.
     ///
     /// - Throws: `.invalidOption` (404) for sizes over `limits`.
     init(
         url: ProcessingURL, source: ImageSource, limits: ProcessingURLParser.Limits,
-        allowsRedirect: (@Sendable (URL) -> Bool)? = nil
+        allowsRedirect: (@Sendable (URL) -> Bool)? = nil, watermark: WatermarkImage? = nil
     ) throws(ProcessingURLError) {
         let options = url.options
         try Self.check(options, limits: limits)
@@ -59,6 +65,13 @@ public struct ProcessingRequest: Sendable {
             processors.append(ProcessingSteps.Padding(options: options, limit: limits.maxResultDimension))
         }
         if let background = options.background { processors.append(ProcessingSteps.Flatten(background: background)) }
+        // imgproxy's last step: the watermark, over the finished result.
+        let drawn = options.watermark.opacity > 0 ? watermark : nil
+        if let drawn {
+            processors.append(
+                ProcessingSteps.Watermark(options: options, image: drawn, limit: limits.maxResultDimension))
+        }
+        watermarkIdentity = drawn?.identity
         request.processors = processors
         if output.keepsMetadata { request.options.insert(.keepMetadata) }
         // The strong ETag names the bytes: never a downscale of whatever larger bitmap is cached.

@@ -74,6 +74,10 @@ public struct ProcessingURLParser: Sendable {
     /// The server's `SecurityLimits`, which a URL's security options replace
     /// for that URL. Default: none set.
     public var security = SecurityLimits()
+    /// The image the `watermark` (`wm`) option draws (imgproxy's
+    /// `IMGPROXY_WATERMARK_*`); nil (the default) for none, when the option
+    /// draws nothing, as in imgproxy.
+    public var watermark: WatermarkImage?
 
     /// A parser checking signatures with `signingKeys` (none: unsigned URLs),
     /// resolving sources with `sources`.
@@ -102,7 +106,7 @@ public struct ProcessingURLParser: Sendable {
         let policy = sources
         var request = try ProcessingRequest(
             url: url, source: source, limits: limits,
-            allowsRedirect: { policy.allowsRedirect(to: $0) })
+            allowsRedirect: { policy.allowsRedirect(to: $0) }, watermark: watermark)
         request.securityLimits = security.overridden(by: url.options.security)
         return request
     }

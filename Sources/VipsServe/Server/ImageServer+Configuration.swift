@@ -98,6 +98,8 @@ extension ImageServer {
         /// from. Default: no keys (any signature segment is accepted, as
         /// imgproxy does without a key) and `SourcePolicy.none` (every image
         /// URL is refused with 404 until a local root or source patterns are set).
+        /// Its `watermark` is the image imgproxy's `wm` option draws (a
+        /// `WatermarkImage`, decoded before the server starts); default none.
         public var urls = ProcessingURLParser(sources: .none)
         /// imgproxy's `IMGPROXY_ALLOW_ORIGIN`: the `Access-Control-Allow-Origin`
         /// (with `Access-Control-Allow-Methods: GET, OPTIONS`) of every image

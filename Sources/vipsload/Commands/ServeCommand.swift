@@ -26,6 +26,8 @@ enum ServeCommand {
                               [--client-hints]
                               [--preset NAME=OPTIONS]... [--presets-file PATH] [--only-presets]
                               [--allow-security-options] [--max-src-resolution MP] [--max-src-file-size N]
+                              [--watermark-path PATH | --watermark-data BASE64 | --watermark-url URL]
+                              [--watermark-opacity X]
 
         Serves thumbnails on demand over HTTP/1.1, with imgproxy's URL format, until
         SIGTERM or SIGINT: then it stops accepting connections, answers new requests
@@ -116,6 +118,14 @@ enum ServeCommand {
                                 new connections close the ones waiting longest for a header
           --downloads N         source downloads at once (default 6)
           --threads N           network threads (default 1)
+          --watermark-path PATH, --watermark-data BASE64, --watermark-url URL
+                                the image imgproxy's watermark option (wm:) draws: a file, the
+                                image itself in base64, or a source URL the source rules admit
+                                (local:///, an allowed http(s)://); loaded and decoded once, at
+                                start (a bad one is an error then). Without these,
+                                IMGPROXY_WATERMARK_DATA, _PATH or _URL
+          --watermark-opacity X the watermark's opacity, above 0 and at most 1, that each URL's
+                                own multiplies (default 1; else IMGPROXY_WATERMARK_OPACITY)
           --log-format F        text (default) or json: one object per line
           -q, --quiet           no access log (events and errors are still written)
         \(ServeOutputFlags.usage)
@@ -155,7 +165,7 @@ enum ServeCommand {
                 "worker-memory",
                 "download-timeout", "preset", "presets-file", "max-src-resolution", "max-src-file-size",
                 "max-animation-frames", "max-animation-frame-resolution", "path-prefix", "allow-origin",
-                "allowed-options"
+                "allowed-options", "watermark-path", "watermark-data", "watermark-url", "watermark-opacity"
             ]).union(ServeOutputFlags.valueOptions),
             flagOptions: DecoderFlags.flagOptions.union([
                 "quiet", "allow-private-sources", "only-presets", "allow-security-options"
@@ -173,7 +183,8 @@ enum ServeCommand {
         }
         var options = try self.options(parsed)
         try environment?.apply(to: &options)
-        for warning in options.warnings { Terminal.err("vipsload serve: warning: \(warning)") }
+        let (watermark, watermarkWarnings) = try ServeSettings(parsed).watermark()
+        for warning in options.warnings + watermarkWarnings { Terminal.err("vipsload serve: warning: \(warning)") }
         let log = ServeLog(format: options.logFormat, logsRequests: !options.quiet)
         options.server.log = log
         if let folder = parsed.value("cache-dir") {
@@ -200,6 +211,17 @@ enum ServeCommand {
         defer { workers?.shutdown() }
         if let workers { options.server.isolation = WorkerDecoding(workers: workers, settings: options.isolation) }
         let pipeline = ImagePipeline(configuration: options.pipeline)
+        if let watermark {
+            // Loaded and decoded once, before the server listens: a bad watermark stops the start.
+            do throws(VipsError) {
+                options.server.urls.watermark = try await WatermarkImage.load(
+                    watermark.source, opacity: watermark.opacity, pipeline: pipeline,
+                    sources: options.server.urls.sources)
+            } catch {
+                Terminal.err("vipsload serve: \(watermark.origin): \(error.message)")
+                return 1
+            }
+        }
         let signals = ServeSignals()
         let server: ImageServer
         do throws(VipsError) {

@@ -475,6 +475,12 @@ extension ServeSettings {
                     options.server.output.keepCopyright = try Self.bool(text, "IMGPROXY_KEEP_COPYRIGHT")
                 }, meaning: "keep_copyright's default (true)"),
             Variable(
+                name: "IMGPROXY_WATERMARK_DATA", target: .readElsewhere, meaning: "the watermark, base64"),
+            Variable(name: "IMGPROXY_WATERMARK_PATH", target: .readElsewhere, meaning: "the watermark's file"),
+            Variable(name: "IMGPROXY_WATERMARK_URL", target: .readElsewhere, meaning: "the watermark's source URL"),
+            Variable(
+                name: "IMGPROXY_WATERMARK_OPACITY", target: .readElsewhere, meaning: "the watermark's opacity"),
+            Variable(
                 name: "IMGPROXY_USE_LAST_MODIFIED",
                 target: .field(overriddenBy: nil) {
                     (options: inout ServeCommand.Options, text: String) throws(UsageError) in

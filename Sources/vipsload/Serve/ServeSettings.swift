@@ -125,3 +125,67 @@ struct ServeSettings {
         return (lines, warning)
     }
 }
+
+// MARK: - Watermark
+
+extension ServeSettings {
+    /// The watermark `wm` draws and its opacity, as imgproxy configures them.
+    struct Watermark {
+        let source: WatermarkImage.Source
+        let opacity: Double
+        /// Where the source came from ("--watermark-path", "IMGPROXY_WATERMARK_URL"), for messages.
+        let origin: String
+    }
+
+    /// The watermark: `--watermark-data` (base64), `--watermark-path` or
+    /// `--watermark-url` (at most one), else imgproxy's
+    /// `IMGPROXY_WATERMARK_DATA`, `_PATH` and `_URL`, taken in imgproxy's
+    /// order (data, then path, then URL) with a warning naming any it
+    /// ignores; `--watermark-opacity`, else `IMGPROXY_WATERMARK_OPACITY`,
+    /// else 1 (above 0, at most 1). Nil when no source is set.
+    func watermark() throws(ArgumentParser.UsageError) -> (watermark: Watermark?, warnings: [String]) {
+        let kinds = ["data", "path", "url"]
+        let flags = kinds.compactMap { kind in
+            parsed.value("watermark-\(kind)").map { (kind, "--watermark-\(kind)", $0) }
+        }
+        let variables = kinds.compactMap { kind in
+            variable("IMGPROXY_WATERMARK_\(kind.uppercased())").map {
+                (kind, "IMGPROXY_WATERMARK_\(kind.uppercased())", $0)
+            }
+        }
+        guard flags.count <= 1 else {
+            throw ArgumentParser.UsageError(
+                description: "\(flags.map(\.1).joined(separator: ", ")): give the watermark one source")
+        }
+        var warnings: [String] = []
+        let chosen = flags.first ?? variables.first
+        if flags.isEmpty, variables.count > 1, let chosen {
+            warnings.append(
+                "\(variables.dropFirst().map(\.1).joined(separator: ", ")) ignored: \(chosen.1) is the watermark "
+                    + "(imgproxy's order: data, path, URL)")
+        }
+        let opacityOrigin =
+            parsed.value("watermark-opacity") != nil ? "--watermark-opacity" : "IMGPROXY_WATERMARK_OPACITY"
+        let opacityText = parsed.value("watermark-opacity") ?? variable("IMGPROXY_WATERMARK_OPACITY")
+        var opacity = 1.0
+        if let opacityText {
+            guard let value = Double(opacityText.trimmingCharacters(in: .whitespaces)), value > 0, value <= 1 else {
+                throw ArgumentParser.UsageError(
+                    description: "\(opacityOrigin) takes a number above 0 and at most 1, not '\(opacityText)'")
+            }
+            opacity = value
+        }
+        guard let (kind, origin, text) = chosen else { return (nil, warnings) }
+        let source: WatermarkImage.Source
+        switch kind {
+        case "data":
+            guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw ArgumentParser.UsageError(description: "\(origin): not base64-encoded data")
+            }
+            source = .data(bytes)
+        case "path": source = .path(text)
+        default: source = .url(text)
+        }
+        return (Watermark(source: source, opacity: opacity, origin: origin), warnings)
+    }
+}
