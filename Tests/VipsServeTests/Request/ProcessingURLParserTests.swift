@@ -259,7 +259,7 @@ final class ProcessingURLParserTests: XCTestCase {
     func testUnknownAndUnsupportedOptionsAreNamed() {
         assertOptionRefused("frobnicate:1", .unknownOption, naming: "frobnicate")
         assertOptionRefused("W:100", .unknownOption, naming: "W")
-        for name in ["trim", "pr", "wm", "zoom", "mw", "flip", "ar", "pix", "expires", "ra", "brightness", "page"] {
+        for name in ["pr", "wm", "expires", "ra", "brightness", "page"] {
             assertOptionRefused("\(name):1", .unsupportedOption, naming: name)
         }
     }
