@@ -244,6 +244,34 @@ final class ImgproxyProcessingFileTests: XCTestCase {
         print("imgproxy rotate_and_flip_test.go: \(counts.passed) passed, \(counts.failed) failed, 0 refused")
     }
 
+    /// A crop before resizing lands where imgproxy's does whatever the EXIF orientation, `auto_rotate`,
+    /// `rotate` and `flip`: placed in the stored frame with the gravity turned back (imgproxy's
+    /// `RotateAndFlip`), it is the final frame's crop at the URL's gravity (corners and pixel offsets
+    /// have no rounding to differ by).
+    func testACropLandsInTheFinalFrame() async throws {
+        let stored = grid(try await image("ar:0", "orientation-1.jpg"))
+        for orientation in [1, 3, 6, 7, 8] {
+            for (turn, flipH, flipV) in [(0, false, false), (90, true, false), (180, false, true), (270, true, true)] {
+                for autoRotate in [false, true] {
+                    var final = autoRotate ? upright(stored, orientation) : stored
+                    final = rotated(final, turn)
+                    if flipH { final = flipped(final, horizontal: true) }
+                    if flipV { final = flipped(final, horizontal: false) }
+                    let (width, height) = (final.first?.count ?? 0, final.count)
+                    for (gravity, x, y) in [
+                        ("nowe", 0, 0), ("soea:3:2", width - 20 - 3, height - 10 - 2), ("noea:1", width - 21, 0)
+                    ] {
+                        let url =
+                            "c:20:10:\(gravity)/rot:\(turn)/fl:\(flipH ? 1 : 0):\(flipV ? 1 : 0)/ar:\(autoRotate ? 1 : 0)"
+                        let result = grid(try await image(url, "orientation-\(orientation).jpg"))
+                        let expected = final[y..<y + 10].map { Array($0[x..<x + 20]) }
+                        XCTAssertEqual(result, expected, "\(url) of orientation \(orientation)")
+                    }
+                }
+            }
+        }
+    }
+
     /// Trimmed pixels are the source's own: the layers' box cut from trim1.png.
     func testTrimCutsTheSourcesPixels() async throws {
         let source = try Self.trim1()
