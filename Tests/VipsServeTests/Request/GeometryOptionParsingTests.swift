@@ -134,7 +134,7 @@ final class GeometryOptionParsingTests: XCTestCase {
             ("rs:fit:250:250/mw:300", [250, 250]), ("rs:fit:200:200/z:1.25", [188, 250]),
             ("rs:fit:300:300/exar:1", [300, 300]), ("rs:fill:250:250/fl:1:1/rot:90", [250, 250]),
             ("rs:fit:250:250/ar:0", [250, 188]), ("rs:fit:250:250/pix:10", [188, 250]),
-            ("c:1000:2000:nowe/rs:fit:100:100/ar:0/fl:1", [50, 100])
+            ("c:1000:2000:nowe/rs:fit:100:100/ar:0/fl:1", [50, 100]), ("rs:force:300:200", [300, 200])
         ] {
             let request = try parser.parse("/_/\(options)/plain/local:///large.jpg").imageRequest
             let bitmap = try await pipeline.image(for: request)
