@@ -248,7 +248,7 @@ extension ProcessingOptions {
             // `t:%threshold:%colour:%equal_hor:%equal_ver`: an empty threshold turns trimming off,
             // an empty colour goes back to the top-left pixel's, an empty flag keeps its value.
             try option.atMost(4)
-            // imgproxy passes a negative threshold on to libvips, which fails; here it is a 400.
+            // imgproxy passes a negative threshold on to libvips, which fails; here it is an invalid option.
             trimThreshold = option.has(0) ? try option.nonNegativeDouble(at: 0, atMost: .greatestFiniteMagnitude) : nil
             trimColour = option.has(1) ? try option.hexColour(at: 1) : nil
             if option.has(2) { trimEqualHorizontal = try option.bool(at: 2) }
