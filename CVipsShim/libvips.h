@@ -43,11 +43,13 @@
     X(vips_concurrency_set) \
     X(vips_copy) \
     X(vips_draw_rect) \
+    X(vips_embed) \
     X(vips_error) \
     X(vips_error_buffer_copy) \
     X(vips_error_clear) \
     X(vips_extract_area) \
     X(vips_extract_band) \
+    X(vips_find_trim) \
     X(vips_flatten) \
     X(vips_flip) \
     X(vips_format_sizeof_unsafe) \
@@ -105,7 +107,8 @@
     X(vips_unpremultiply) \
     X(vips_vector_set_enabled) \
     X(vips_version) \
-    X(vips_webpsave_buffer)
+    X(vips_webpsave_buffer) \
+    X(vips_zoom)
 
 /* One field per function, named as the function, typed as its declaration.
    Non-null: a table is only used once vl_libvips_bind filled every field. */

@@ -38,6 +38,26 @@ static inline int vl_sharpen(const VLLibVips *v, VipsImage *in, VipsImage **out,
     return v->vips_sharpen(in, out, "sigma", sigma, NULL);
 }
 
+/* The bounding box of what differs from background (n bands) by more than threshold. */
+static inline int vl_find_trim(const VLLibVips *v, VipsImage *in, int *left, int *top, int *width, int *height,
+                               double threshold, const double *background, int n) {
+    VipsArrayDouble *colour = v->vips_array_double_new(background, n);
+    int status = v->vips_find_trim(in, left, top, width, height, "threshold", threshold, "background", colour, NULL);
+    v->vips_area_unref(VIPS_AREA(colour));
+    return status;
+}
+
+/* The image at (x, y) on a width × height canvas, the outside mirrored from the image. */
+static inline int vl_embed_mirror(const VLLibVips *v, VipsImage *in, VipsImage **out, int x, int y, int width,
+                                  int height) {
+    return v->vips_embed(in, out, x, y, width, height, "extend", VIPS_EXTEND_MIRROR, NULL);
+}
+
+/* Each pixel repeated xfac × yfac times. */
+static inline int vl_zoom(const VLLibVips *v, VipsImage *in, VipsImage **out, int xfac, int yfac) {
+    return v->vips_zoom(in, out, xfac, yfac, NULL);
+}
+
 static inline int vl_rot(const VLLibVips *v, VipsImage *in, VipsImage **out, VipsAngle angle) {
     return v->vips_rot(in, out, angle, NULL);
 }

@@ -180,9 +180,15 @@ private func checkRequest(_ request: ProcessingRequest) {
     guard let path = image.source.filePath, path.hasPrefix(world.root + "/") else { return }
     let what = "\(request.variantKey) of \(path)"
     do throws(VipsError) {
-        var bitmap = try world.decoder.decode(
-            .file(path), size: image.size, mode: image.mode, scale: image.scale,
-            allowUpscale: image.options.contains(.allowUpscale))
+        // The server's requests are planned from the header (`ImageRequest.geometry`), as the pipeline decodes them.
+        var bitmap: Bitmap
+        if let geometry = image.geometry {
+            bitmap = try world.decoder.decode(.file(path), geometry: geometry, scale: image.scale)
+        } else {
+            bitmap = try world.decoder.decode(
+                .file(path), size: image.size, mode: image.mode, scale: image.scale,
+                allowUpscale: image.options.contains(.allowUpscale))
+        }
         for processor in image.processors {
             try processor.validate()
             bitmap = try processor.process(bitmap)

@@ -84,6 +84,9 @@ extension ProcessingOptions {
         case "preserve_hdr", "ph":
             try option.atMost(1)
             preserveHDR = try option.bool(at: 0)
+        case "min-width", "mw", "min-height", "mh", "zoom", "z", "extend_aspect_ratio", "extend_ar", "exar", "trim",
+            "t", "flip", "fl", "pixelate", "pix", "auto_rotate", "ar":
+            try applyGeometryOption(option)
         default:
             if let known = Self.unsupportedOptions[String(name)] {
                 throw ProcessingURLError(.unsupportedOption, "option \(name) (\(known)) is not supported")
@@ -308,6 +311,51 @@ extension ProcessingOptions {
     }()
 }
 
+extension ProcessingOptions {
+    /// min-width/height, zoom, extend_aspect_ratio, trim, flip, pixelate and
+    /// auto_rotate, with imgproxy's arguments.
+    fileprivate mutating func applyGeometryOption(_ option: OptionArguments) throws(ProcessingURLError) {
+        switch option.name {
+        case "min-width", "mw":
+            try option.atMost(1)
+            minWidth = try option.nonNegativeInt(at: 0)
+        case "min-height", "mh":
+            try option.atMost(1)
+            minHeight = try option.nonNegativeInt(at: 0)
+        case "zoom", "z":
+            // `z:%zoom` sets both factors, `z:%x:%y` each.
+            try option.atMost(2)
+            zoomWidth = try option.positiveDouble(at: 0)
+            zoomHeight = option.values.count > 1 ? try option.positiveDouble(at: 1) : zoomWidth
+        case "extend_aspect_ratio", "extend_ar", "exar":
+            try option.atMost(4)
+            extendAspectRatio = try option.bool(at: 0)
+            if option.values.count > 1 {
+                try option.gravity(into: &extendAspectRatioGravity, from: 1, allowing: Self.extendGravityKinds)
+            }
+        case "trim", "t":
+            // `t:%threshold:%colour:%equal_hor:%equal_ver`: an empty threshold turns trimming off,
+            // an empty colour goes back to the top-left pixel's, an empty flag keeps its value.
+            try option.atMost(4)
+            // imgproxy passes a negative threshold on to libvips, which fails; here it is an invalid option.
+            trimThreshold = option.has(0) ? try option.nonNegativeDouble(at: 0, atMost: .greatestFiniteMagnitude) : nil
+            trimColour = option.has(1) ? try option.hexColour(at: 1) : nil
+            if option.has(2) { trimEqualHorizontal = try option.bool(at: 2) }
+            if option.has(3) { trimEqualVertical = try option.bool(at: 3) }
+        case "flip", "fl":
+            try option.atMost(2)
+            if option.has(0) { flipHorizontal = try option.bool(at: 0) }
+            if option.has(1) { flipVertical = try option.bool(at: 1) }
+        case "pixelate", "pix":
+            try option.atMost(1)
+            pixelate = try option.nonNegativeInt(at: 0)
+        default:
+            try option.atMost(1)
+            autoRotate = try option.bool(at: 0)
+        }
+    }
+}
+
 /// One option's arguments and the rules for reading them, each failure naming the option.
 struct OptionArguments {
     let name: String
@@ -366,6 +414,20 @@ struct OptionArguments {
         guard value >= 0 else { throw invalid("\(value) is negative") }
         guard value <= limit else { throw invalid("\(value) is over \(limit)") }
         return value == 0 ? 0 : value
+    }
+
+    /// A hex colour of 3 or 6 digits.
+    func hexColour(at index: Int) throws(ProcessingURLError) -> Colour {
+        let hex = values[index]
+        let digits = hex.utf8.compactMap(\.hexValue)
+        guard digits.count == hex.utf8.count, digits.count == 3 || digits.count == 6 else {
+            throw invalid("\(hex) is not a hex colour (3 or 6 digits)")
+        }
+        let channels =
+            digits.count == 3
+            ? digits.map { $0 * 17 }
+            : [digits[0] << 4 | digits[1], digits[2] << 4 | digits[3], digits[4] << 4 | digits[5]]
+        return Colour(red: channels[0], green: channels[1], blue: channels[2])
     }
 
     func positiveDouble(at index: Int) throws(ProcessingURLError) -> Double {

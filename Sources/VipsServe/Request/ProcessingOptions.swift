@@ -267,6 +267,37 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var security = SecurityLimits()
     /// `watermark` (`wm`). Default none (opacity 0).
     public var watermark = Watermark()
+    /// `min-width` in points: the result is at least this wide, enlarging if
+    /// need be (the height follows the aspect ratio); 0 (the default) is none.
+    public var minWidth = 0
+    /// `min-height` in points, as `minWidth`. Default 0.
+    public var minHeight = 0
+    /// `zoom`'s horizontal factor: the box and the scale are multiplied by it. Default 1.
+    public var zoomWidth = 1.0
+    /// `zoom`'s vertical factor. Default 1.
+    public var zoomHeight = 1.0
+    /// `extend_aspect_ratio`: whether the result is padded to the box's aspect
+    /// ratio (without growing past its own size). Default false.
+    public var extendAspectRatio = false
+    /// Where the image sits when extended to the aspect ratio. Default `ce`.
+    public var extendAspectRatioGravity = Gravity.centre
+    /// `trim`'s threshold; nil (the default) does not trim.
+    public var trimThreshold: Double?
+    /// `trim`'s background colour; nil (the default) takes the top-left pixel's.
+    public var trimColour: Colour?
+    /// `trim`'s `equal_hor`: as much cut from the left as from the right. Default false.
+    public var trimEqualHorizontal = false
+    /// `trim`'s `equal_ver`: as much cut from the top as from the bottom. Default false.
+    public var trimEqualVertical = false
+    /// `flip`'s horizontal flip (a mirror, left to right), after the rotation. Default false.
+    public var flipHorizontal = false
+    /// `flip`'s vertical flip (top to bottom), after the rotation. Default false.
+    public var flipVertical = false
+    /// `pixelate`: the size of the blocks, in pixels; 0 or 1 (the default) is none.
+    public var pixelate = 1
+    /// `auto_rotate`: whether the EXIF orientation is applied. Default true,
+    /// as imgproxy's `IMGPROXY_AUTO_ROTATE`; false keeps the stored orientation.
+    public var autoRotate = true
 
     /// Every option at imgproxy's default.
     public init() {}
@@ -305,6 +336,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         if !stripMetadata { segments.append("sm:0") }
         if dpr != 1 { segments.append("dpr:\(Gravity.text(dpr))") }
         if watermark != Watermark() { segments.append("wm:\(watermark.arguments)") }
+        segments += geometryOptionSegments
         if let cacheBuster { segments.append("cb:\(cacheBuster)") }
         if !skipProcessing.isEmpty {
             segments.append(
@@ -327,5 +359,38 @@ public struct ProcessingOptions: Sendable, Hashable {
         if let preserveHDR { segments.append("ph:\(preserveHDR ? 1 : 0)") }
         segments += security.canonicalSegments
         return segments
+    }
+}
+
+extension ProcessingOptions {
+    /// Whether `trim` is on (imgproxy: a threshold is set).
+    public var trims: Bool { trimThreshold != nil }
+
+    /// The canonical segments of min-width/height, zoom, extend_aspect_ratio,
+    /// trim, flip, pixelate and auto_rotate, each left out at its default.
+    var geometryOptionSegments: [String] {
+        var segments: [String] = []
+        if minWidth != 0 { segments.append("mw:\(minWidth)") }
+        if minHeight != 0 { segments.append("mh:\(minHeight)") }
+        if zoomWidth != 1 || zoomHeight != 1 {
+            segments.append("z:\(Gravity.text(zoomWidth)):\(Gravity.text(zoomHeight))")
+        }
+        if extendAspectRatio || extendAspectRatioGravity != .centre {
+            segments.append("exar:\(extendAspectRatio ? 1 : 0):\(extendAspectRatioGravity.arguments)")
+        }
+        if trimThreshold != nil || trimColour != nil || trimEqualHorizontal || trimEqualVertical {
+            segments.append(
+                "t:\(trimThreshold.map(Gravity.text) ?? ""):\(trimColour.map(Self.hex) ?? ""):"
+                    + "\(trimEqualHorizontal ? 1 : 0):\(trimEqualVertical ? 1 : 0)")
+        }
+        if flipHorizontal || flipVertical { segments.append("fl:\(flipHorizontal ? 1 : 0):\(flipVertical ? 1 : 0)") }
+        if pixelate != 1 { segments.append("pix:\(pixelate)") }
+        if !autoRotate { segments.append("ar:0") }
+        return segments
+    }
+
+    /// A colour as six hex digits.
+    static func hex(_ colour: Colour) -> String {
+        [colour.red, colour.green, colour.blue].map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

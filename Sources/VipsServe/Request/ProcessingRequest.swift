@@ -4,8 +4,9 @@ import VipsLoad
 /// A processing URL turned into work: the `ImageRequest` the pipeline serves,
 /// and the `OutputPlan` its result is encoded by.
 ///
-/// The request follows imgproxy's pipeline (crop, scale, rotate, result crop,
-/// blur and sharpen, extend, padding, flatten). Its geometry (`ImgproxyPlan`)
+/// The request follows imgproxy's pipeline (trim, crop, scale, rotate and
+/// flip, result crop, blur, sharpen and pixelate, extend, extend to the aspect
+/// ratio, padding, flatten). Its geometry (`ImgproxyPlan`)
 /// is decided from the source's header before any pixel is decoded, with
 /// imgproxy's arithmetic: the decode shrinks on load as far as the output
 /// allows, cuts the crop at the shrunk scale and resizes to imgproxy's exact
@@ -52,14 +53,19 @@ public struct ProcessingRequest: Sendable {
         request.allowsRedirect = allowsRedirect
         request.geometry = ImgproxyPlan(options: options)
         var processors: [any ImageProcessing] = []
-        if options.rotate != 0, let angle = ImageProcessors.Rotate.Angle(rawValue: options.rotate) {
-            processors.append(ImageProcessors.Rotate(angle))
+        if options.trims { processors.append(ProcessingSteps.Trim(options: options)) }
+        if options.rotate != 0 || options.flipHorizontal || options.flipVertical || !options.autoRotate {
+            processors.append(ProcessingSteps.Orient(options: options))
         }
         if Self.cropsResult(options) { processors.append(ProcessingSteps.ResultCrop(options: options)) }
         if options.blur > 0 { processors.append(ImageProcessors.GaussianBlur(sigma: options.blur)) }
         if options.sharpen > 0 { processors.append(ImageProcessors.Sharpen(sigma: options.sharpen)) }
+        if options.pixelate > 1 { processors.append(ImageProcessors.Pixelate(size: options.pixelate)) }
         if options.extend {
             processors.append(ProcessingSteps.Extend(options: options, limit: limits.maxResultDimension))
+        }
+        if options.extendAspectRatio {
+            processors.append(ProcessingSteps.ExtendAspectRatio(options: options, limit: limits.maxResultDimension))
         }
         if !options.padding.isZero {
             processors.append(ProcessingSteps.Padding(options: options, limit: limits.maxResultDimension))
@@ -82,10 +88,13 @@ public struct ProcessingRequest: Sendable {
     /// Whether the scaled image may be cropped to the result (fill's crop to
     /// the box, fill-down's to its aspect ratio) at a compass or focus-point
     /// gravity, after the rotation: with both sides, by a type that crops
-    /// (`auto` may). A smart result crop is the decode's.
+    /// (`auto` may), or by any type with a side and min-width or min-height.
+    /// A smart result crop is the decode's.
     static func cropsResult(_ options: ProcessingOptions) -> Bool {
-        options.width > 0 && options.height > 0 && [.fill, .fillDown, .auto].contains(options.resizingType)
-            && options.gravity.kind != .smart
+        guard options.gravity.kind != .smart else { return false }
+        // min-width and min-height may scale any type past the box, which is then cropped to it.
+        if options.minWidth > 0 || options.minHeight > 0 { return options.width > 0 || options.height > 0 }
+        return options.width > 0 && options.height > 0 && [.fill, .fillDown, .auto].contains(options.resizingType)
     }
 
     /// Sizes over the limits.
@@ -101,6 +110,21 @@ public struct ProcessingRequest: Sendable {
             throw ProcessingURLError(
                 .invalidOption,
                 "\(name): \(value) at dpr \(options.dpr) is over the \(limits.maxResultDimension)-pixel limit")
+        }
+        for (name, value) in [("min-width", options.minWidth), ("min-height", options.minHeight)]
+        where Double(value) * options.dpr > limit {
+            throw ProcessingURLError(
+                .invalidOption,
+                "\(name): \(value) at dpr \(options.dpr) is over the \(limits.maxResultDimension)-pixel limit")
+        }
+        for (name, value, zoom) in [
+            ("width", options.width, options.zoomWidth), ("height", options.height, options.zoomHeight)
+        ]
+        where Double(value) * options.dpr * zoom > limit {
+            throw ProcessingURLError(
+                .invalidOption,
+                "zoom: the \(name) \(value) zoomed \(zoom) times at dpr \(options.dpr) is over the "
+                    + "\(limits.maxResultDimension)-pixel limit")
         }
         let padding = options.padding
         for value in [padding.top, padding.right, padding.bottom, padding.left]

@@ -49,7 +49,11 @@ final class ProcessingRequestTests: XCTestCase {
         // auto of a landscape into a square is a fill: scaled to cover, cropped after (ResultCrop).
         XCTAssertEqual(try plan("g:ce/rs:auto:250:250:0"), DecodePlan(width: 333, height: 250))
         XCTAssertEqual(try plan("rs:auto:200:300"), DecodePlan(width: 200, height: 150), "a portrait box: fit")
-        XCTAssertEqual(try plan("rs:force:300:100"), DecodePlan(width: 300, height: 100))
+        // Force scales each side on its own: a crop of the whole image keeps it off the fit's one scale.
+        XCTAssertEqual(
+            try plan("rs:force:300:100"),
+            DecodePlan(crop: .rect(x: 0, y: 0, width: 4000, height: 3000), width: 300, height: 100))
+        XCTAssertEqual(try plan("rs:force:400:300"), DecodePlan(width: 400, height: 300), "one scale: no crop")
         XCTAssertEqual(try plan("rs:fit:8000:8000:1"), DecodePlan(width: 8000, height: 6000), "enlarged")
         XCTAssertEqual(try plan("q:80"), DecodePlan(width: 4000, height: 3000))
         // A crop in source pixels at its gravity, then the resize.
@@ -93,7 +97,7 @@ final class ProcessingRequestTests: XCTestCase {
         XCTAssertEqual(
             processorNames(r),
             [
-                "vipsload.rotate", "vipsserve.resultCrop", "vipsload.blur", "vipsload.sharpen", "vipsserve.extend",
+                "vipsserve.orient", "vipsserve.resultCrop", "vipsload.blur", "vipsload.sharpen", "vipsserve.extend",
                 "vipsserve.padding", "vipsserve.flatten"
             ])
         // A result crop for the types that crop to a box; a smart one is the plan's.
@@ -101,7 +105,15 @@ final class ProcessingRequestTests: XCTestCase {
         XCTAssertEqual(processorNames(try request("rs:auto:300:200")), ["vipsserve.resultCrop"])
         XCTAssertEqual(processorNames(try request("rs:fill:300:200/g:sm")), [])
         XCTAssertEqual(processorNames(try request("rs:fit:300:200")), [])
-        XCTAssertEqual(processorNames(try request("c:10/rot:90")), ["vipsload.rotate"], "the crop is the plan's")
+        XCTAssertEqual(processorNames(try request("c:10/rot:90")), ["vipsserve.orient"], "the crop is the plan's")
+        // imgproxy's order with trim, flip, pixelate and extend_aspect_ratio.
+        XCTAssertEqual(
+            processorNames(try request("rs:fill:300:200/t:10/fl:1/pix:4/exar:1/ex:1/bg:fff")),
+            [
+                "vipsserve.trim", "vipsserve.orient", "vipsserve.resultCrop", "vipsload.pixelate", "vipsserve.extend",
+                "vipsserve.extendAspectRatio", "vipsserve.flatten"
+            ])
+        XCTAssertEqual(processorNames(try request("ar:0")), ["vipsserve.orient"], "the stored orientation")
     }
 
     func testLimits() throws {

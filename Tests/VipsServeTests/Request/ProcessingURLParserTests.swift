@@ -274,7 +274,7 @@ final class ProcessingURLParserTests: XCTestCase {
     func testUnknownAndUnsupportedOptionsAreNamed() {
         assertOptionRefused("frobnicate:1", .unknownOption, naming: "frobnicate")
         assertOptionRefused("W:100", .unknownOption, naming: "W")
-        for name in ["trim", "mrd", "wmt", "zoom", "mw", "flip", "ar", "pix", "ra", "brightness", "page"] {
+        for name in ["mrd", "wmt", "ra", "brightness", "page"] {
             assertOptionRefused("\(name):1", .unsupportedOption, naming: name)
         }
     }

@@ -20,6 +20,8 @@ struct ImgproxyGeometry: Equatable {
     /// The dpr as imgproxy applies it: lowered so the box is never larger than
     /// the image can fill without enlarging.
     var dprScale = 1.0
+    /// The canvas `extend_aspect_ratio` pads the result to (0: none).
+    var extendAspectRatioWidth = 0, extendAspectRatioHeight = 0
 
     /// The geometry of `options` for a `width` × `height` source (upright, rotated).
     init(options: ProcessingOptions, sourceWidth width: Int, sourceHeight height: Int) {
@@ -47,6 +49,8 @@ struct ImgproxyGeometry: Equatable {
                 heightShrink = widthShrink
             }
         }
+        widthShrink /= options.zoomWidth
+        heightShrink /= options.zoomHeight
         var dpr = options.dpr
         if !options.enlarge {
             let minShrink = min(widthShrink, heightShrink)
@@ -58,6 +62,20 @@ struct ImgproxyGeometry: Equatable {
             }
             dpr = min(dpr, min(widthShrink, heightShrink))
         }
+        if options.minWidth > 0 {
+            let minShrink = sourceWidth / Double(options.minWidth)
+            if minShrink < widthShrink {
+                heightShrink /= widthShrink / minShrink
+                widthShrink = minShrink
+            }
+        }
+        if options.minHeight > 0 {
+            let minShrink = sourceHeight / Double(options.minHeight)
+            if minShrink < heightShrink {
+                widthShrink /= heightShrink / minShrink
+                heightShrink = minShrink
+            }
+        }
         widthShrink /= dpr
         heightShrink /= dpr
         widthShrink = min(widthShrink, sourceWidth)
@@ -65,8 +83,8 @@ struct ImgproxyGeometry: Equatable {
         widthScale = 1 / widthShrink
         heightScale = 1 / heightShrink
         dprScale = dpr
-        targetWidth = Self.scale(options.width, dpr)
-        targetHeight = Self.scale(options.height, dpr)
+        targetWidth = Self.scale(options.width, dpr * options.zoomWidth)
+        targetHeight = Self.scale(options.height, dpr * options.zoomHeight)
         scaledWidth = Self.scale(widthToScale, widthScale)
         scaledHeight = Self.scale(heightToScale, heightScale)
         resultCropWidth = targetWidth
@@ -80,6 +98,19 @@ struct ImgproxyGeometry: Equatable {
             } else if heightDifference > widthDifference, heightDifference > 1, targetHeight > 0 {
                 resultCropWidth = Self.scale(scaledHeight, Double(targetWidth) / Double(targetHeight))
                 resultCropHeight = scaledHeight
+            }
+        }
+        if options.extendAspectRatio, targetWidth > 0, targetHeight > 0 {
+            let outWidth = Self.minNonZero(scaledWidth, resultCropWidth)
+            let outHeight = Self.minNonZero(scaledHeight, resultCropHeight)
+            let widthDifference = Double(targetWidth) / Double(outWidth)
+            let heightDifference = Double(targetHeight) / Double(outHeight)
+            if heightDifference > widthDifference {
+                extendAspectRatioHeight = Self.scale(outWidth, Double(targetHeight) / Double(targetWidth))
+                extendAspectRatioWidth = outWidth
+            } else if widthDifference > heightDifference {
+                extendAspectRatioWidth = Self.scale(outHeight, Double(targetWidth) / Double(targetHeight))
+                extendAspectRatioHeight = outHeight
             }
         }
     }

@@ -1,8 +1,10 @@
 import VipsCore
 
 /// The parts of imgproxy's pipeline after the planned decode (`ImgproxyPlan`:
-/// the crop before resizing and the resize), as processors: the result crop
-/// (`ResultCrop`), `Extend`, `Padding` and `Flatten`.
+/// the crop before resizing and the resize), as processors: the turns
+/// (`Orient`), the result crop (`ResultCrop`), `Extend`,
+/// `ExtendAspectRatio`, `Padding` and `Flatten`; and `Trim`, which plans the
+/// geometry itself from the trimmed pixels.
 ///
 /// Each computes imgproxy's sizes (`ImgproxyGeometry`) from the source's
 /// header, which the decoded bitmap carries, so the sizes are imgproxy's
@@ -10,16 +12,14 @@ import VipsCore
 /// (its sizes depend on most of them).
 enum ProcessingSteps {
     /// The geometry of `options` for the source `bitmap` was decoded from: its
-    /// header's upright size, turned by the rotation (the steps run after it);
-    /// without a header, the bitmap's own size.
+    /// header's size in imgproxy's final frame (`ImgproxyFrame`: the EXIF
+    /// orientation when auto-rotating, the rotation; the steps run after
+    /// them); without a header, the bitmap's own size.
     static func geometry(_ options: ProcessingOptions, for bitmap: Bitmap) -> ImgproxyGeometry {
         guard let info = bitmap.source?.info else {
             return ImgproxyGeometry(options: options, sourceWidth: bitmap.width, sourceHeight: bitmap.height)
         }
-        let turned = options.rotate % 180 == 90
-        return ImgproxyGeometry(
-            options: options, sourceWidth: turned ? info.height : info.width,
-            sourceHeight: turned ? info.width : info.height)
+        return ImgproxyFrame(options: options, info: info).geometry
     }
 
     /// `bitmap` cropped to `width` × `height` (each at most the bitmap's) at `gravity`.
