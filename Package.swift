@@ -42,6 +42,9 @@ let package = Package(
         systemLibrary("CLittleCMS", pkgConfig: "lcms2", debianPackage: "liblcms2-dev"),
         // xxHash, for the disk cache's content checksums and file names (VipsCore's XXH3 calls it).
         systemLibrary("CXXHash", pkgConfig: "libxxhash", debianPackage: "libxxhash-dev"),
+        // GLib's HMAC and SHA-256, for the server's URL signatures and ETags: GLib is in the process
+        // already (libvips links it), and a module of its own keeps the server off CVipsShim.
+        systemLibrary("CGLib", pkgConfig: "glib-2.0", debianPackage: "libglib2.0-dev"),
         // libmicrohttpd, the HTTP server under VipsServe: its daemon start and info calls are
         // variadic (and return unions), so a few static inline wrappers fix them to typed signatures.
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", debianPackage: "libmicrohttpd-dev"),
@@ -64,14 +67,15 @@ let package = Package(
         // Loading pipeline: requests, queue, coalescing, caches, loaders, slots, progressive.
         .target(name: "VipsLoad", dependencies: ["VipsCore", "CCurl"]),
         // Generated photo-like images and a seeded generator, for the tests, the benchmark corpus and
-        // the fuzz seeds: a target, not a product, so it is no part of the library's API.
-        .target(name: "VipsSynthesis", dependencies: ["VipsCore", "CVipsShim"]),
+        // the fuzz seeds: a target, not a product, so it is no part of the library's API. Its libvips
+        // calls are VipsCore's (VipsImageHandle+Synthesis).
+        .target(name: "VipsSynthesis", dependencies: ["VipsCore"]),
         // The server's HTTP layer: libmicrohttpd's daemon, suspended connections, hang-ups and header
         // deadlines. It knows nothing of images: neither the decode core nor CVipsShim.
         .target(name: "VipsHTTP", dependencies: ["VipsSync", "CMicroHTTPD", "CSystem"]),
-        // The image server: imgproxy's URLs and signatures (GLib's GHmac, through CVipsShim), the source
+        // The image server: imgproxy's URLs and signatures (GLib's GHmac, through CGLib), the source
         // policy, response caches, metrics.
-        .target(name: "VipsServe", dependencies: ["VipsHTTP", "VipsLoad", "VipsCore", "CVipsShim"]),
+        .target(name: "VipsServe", dependencies: ["VipsHTTP", "VipsLoad", "VipsCore", "CGLib"]),
         // Benchmark corpus and scenarios, shared by the CLI's `bench` and the tests.
         .target(name: "VipsBench", dependencies: ["VipsLoad", "VipsCore", "VipsSynthesis"]),
         // The command-line tool. A release build links the Swift runtime and Foundation statically,
