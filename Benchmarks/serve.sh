@@ -42,7 +42,7 @@ corpus="$("$bin" corpus)"
 
 export SERVE_INVOCATION="Benchmarks/serve.sh${*:+ $*}"
 SERVE_REVISION="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-git -C "$root" diff --quiet HEAD -- Sources Package.swift 2>/dev/null || SERVE_REVISION+=" + local changes"
+git -C "$root" diff --quiet HEAD -- Sources Package.swift CVipsShim 2>/dev/null || SERVE_REVISION+=" + local changes"
 export SERVE_REVISION
 # The remote sources' origin: the project's private nginx (Benchmarks/nginx.sh, which stops it on
 # EXIT, INT and TERM) when it is there; else serve.py starts an nginx of its own.

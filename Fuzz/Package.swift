@@ -10,16 +10,15 @@ let package = Package(
     dependencies: [.package(name: "VipsLoad", path: "..")],
     targets: [
         // Declares libFuzzer's LLVMFuzzerRunDriver (defined by the fuzzer runtime).
-        .target(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
+        .target(name: "CLibFuzzer"),
         // `FuzzDecode [libFuzzer flags] [CORPUS...]` fuzzes probe + decode + thumbnail;
         // its seeds come from `vipsload corpus --fuzz-seeds DIR` (scripts/fuzz.sh).
         .executableTarget(
             name: "FuzzDecode",
-            dependencies: ["CLibFuzzer", .product(name: "VipsCore", package: "VipsLoad")],
-            path: "Sources/FuzzDecode"
+            dependencies: ["CLibFuzzer", .product(name: "VipsCore", package: "VipsLoad")]
         ),
         // Declares libFuzzer's driver for the URL target and holds its C main.
-        .target(name: "CLibFuzzerURL", path: "Sources/CLibFuzzerURL"),
+        .target(name: "CLibFuzzerURL"),
         // `FuzzURL [libFuzzer flags] [CORPUS...]` fuzzes VipsServe's processing-URL parser (options,
         // signatures, sources) and the requests it makes; `FuzzURL --write-seeds DIR` writes its seeds.
         // A target of its own, so the decode target builds without VipsLoad and VipsServe.
@@ -28,8 +27,7 @@ let package = Package(
             dependencies: [
                 "CLibFuzzerURL", .product(name: "VipsCore", package: "VipsLoad"),
                 .product(name: "VipsLoad", package: "VipsLoad"), .product(name: "VipsServe", package: "VipsLoad")
-            ],
-            path: "Sources/FuzzURL"
+            ]
         )
     ],
     swiftLanguageModes: [.v6]

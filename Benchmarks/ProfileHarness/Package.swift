@@ -11,8 +11,7 @@ let package = Package(
         // `ProfileThumb SIZE OUTDIR FILE...`: what `vipsload thumb` does per file, on one thread.
         .executableTarget(
             name: "ProfileThumb",
-            dependencies: [.product(name: "VipsCore", package: "VipsLoad")],
-            path: "Sources/ProfileThumb"
+            dependencies: [.product(name: "VipsCore", package: "VipsLoad")]
         )
     ],
     swiftLanguageModes: [.v6]
