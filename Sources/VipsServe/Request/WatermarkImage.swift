@@ -1,4 +1,4 @@
-import CVipsShim
+import CGLib
 import Foundation
 import VipsCore
 import VipsLoad
