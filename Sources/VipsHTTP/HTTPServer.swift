@@ -180,12 +180,14 @@ package final class HTTPServer: Sendable {
     package func answerSuspended(with make: () -> HTTPResponse?) {
         let suspended = table.withLock { Array($0.suspended.values) }
         for exchange in suspended {
-            exchange.cancelWork()
+            // Answered first: the cancelled work's own late answer then finds it answered.
             answer(exchange, with: make(), note: nil)
+            exchange.cancelWork()
         }
     }
 
-    /// Closes every connection and ends the threads. Later calls do nothing.
+    /// Closes every connection (a request still suspended unanswered, its work
+    /// cancelled) and ends the threads. Later calls do nothing.
     package func stop() {
         guard let daemon else { return }
         let first = table.withLock { table -> Bool in
@@ -193,6 +195,14 @@ package final class HTTPServer: Sendable {
             return !table.stopped
         }
         guard first else { return }
+        // A request suspended since the last `answerSuspended` (one that was being handled as
+        // the drain began) is closed unanswered: libmicrohttpd aborts the process when it is
+        // stopped with a suspended connection. Those suspended from now on close themselves.
+        let suspended = table.withLock { Array($0.suspended.values) }
+        for exchange in suspended {
+            answer(exchange, with: nil, note: nil)
+            exchange.cancelWork()
+        }
         MHD_stop_daemon(daemon)
         deadlines.stop()
         watcher.stop()
@@ -253,7 +263,18 @@ package final class HTTPServer: Sendable {
                 MHD_suspend_connection(connection)
                 let socket = vl_mhd_connection_fd(connection)
                 exchange.markSuspended(socket: socket)
-                table.withLock { $0.suspended[exchange.id] = exchange }
+                let stopping = table.withLock { table -> Bool in
+                    guard !table.stopped else { return true }
+                    table.suspended[exchange.id] = exchange
+                    return false
+                }
+                if stopping {
+                    // `stop()` began meanwhile and may not find it: nothing may stay suspended
+                    // (libmicrohttpd aborts the process), so the connection is closed unanswered now.
+                    _ = exchange.store(nil, note: nil)
+                    MHD_resume_connection(connection)
+                    return .YES
+                }
                 if socket >= 0 { watcher.watch(socket, id: exchange.id) }
                 // The server's task: a hang-up (the watcher) or a stop cancels it.
                 exchange.attach(

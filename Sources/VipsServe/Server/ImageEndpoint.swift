@@ -316,13 +316,13 @@ final class ImageEndpoint: Sendable {
                 processing))
     }
 
-    /// The options a URL's own are applied over: with client hints on,
+    /// The options a URL's own are applied over: the parser's defaults and, with client hints on,
     /// imgproxy's `dpr` from `Sec-CH-DPR` or `DPR` (0 < dpr ≤ 8) and `width`
     /// from `Sec-CH-Width` or `Width` (physical pixels over that dpr, rounded).
     /// The URL's options override them, and the canonical options (the cache
     /// key and `ETag`) carry what they set.
     private func clientHintDefaults(_ request: borrowing HTTPRequest) -> ProcessingOptions {
-        var defaults = ProcessingOptions()
+        var defaults = configuration.urls.defaults
         guard configuration.output.enableClientHints else { return defaults }
         var dpr = 1.0
         for name in ["Sec-CH-DPR", "DPR"] {
