@@ -248,7 +248,7 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         let response = try connection.request("/_/small/plain/local:///photo.png@png")
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(pngSize(response.body).map { [$0.0, $0.1] }, [8, 6])
-        XCTAssertEqual(try connection.request("/_/w:8/plain/local:///photo.png@png").status, 400)
+        XCTAssertEqual(try connection.request("/_/w:8/plain/local:///photo.png@png").status, 404)
     }
 
     func testAllowedProcessingOptions() throws {
@@ -259,6 +259,6 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         ])
         let connection = try TestConnection(port: child.port)
         XCTAssertEqual(try connection.request("/_/w:8/pr:soft/plain/local:///photo.png@png").status, 200)
-        XCTAssertEqual(try connection.request("/_/w:8/bl:1/plain/local:///photo.png@png").status, 400)
+        XCTAssertEqual(try connection.request("/_/w:8/bl:1/plain/local:///photo.png@png").status, 404)
     }
 }

@@ -108,9 +108,9 @@ final class OutputFormatServingTests: XCTestCase {
         }
         XCTAssertEqual(tags.count, cases.count, "one tag per format; the spellings share it")
         // An ICO holds 256×256 at most; SVG and imgproxy Pro's `best` are refused.
-        XCTAssertEqual(try get(server, "/insecure/rs:fit:300:300/plain/local:///photo.jpg@ico").status, 400)
-        XCTAssertEqual(try get(server, "/insecure/rs:fit:64:64/plain/local:///photo.jpg@svg").status, 415)
-        XCTAssertEqual(try get(server, "/insecure/rs:fit:64:64/plain/local:///photo.jpg@best").status, 415)
+        XCTAssertEqual(try get(server, "/insecure/rs:fit:300:300/plain/local:///photo.jpg@ico").status, 422)
+        XCTAssertEqual(try get(server, "/insecure/rs:fit:64:64/plain/local:///photo.jpg@svg").status, 422)
+        XCTAssertEqual(try get(server, "/insecure/rs:fit:64:64/plain/local:///photo.jpg@best").status, 422)
     }
 
     func testWithoutAFormatTheSourcesFormatIsKeptWhenPreferred() throws {
@@ -205,7 +205,7 @@ final class OutputFormatServingTests: XCTestCase {
             try get(server, String(format: base, "cb:1")).header("ETag"), "the server's qualities are in the key")
         // Refused: an odd argument count, an unknown format, a quality out of range.
         for options in ["fq:jpg", "fq:foo:10", "fq:jpg:101", "mb:-1"] {
-            XCTAssertEqual(try get(server, String(format: base, options)).status, 400, options)
+            XCTAssertEqual(try get(server, String(format: base, options)).status, 404, options)
         }
     }
 

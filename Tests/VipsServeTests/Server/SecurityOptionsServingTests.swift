@@ -76,7 +76,7 @@ final class SecurityOptionsServingTests: XCTestCase {
         XCTAssertEqual(try status(server, "/_/msfs:\(photo.count - 1)/plain/local:///photo.png@png"), 422)
         XCTAssertEqual(try status(server, "/_/msfs:\(photo.count)/plain/local:///photo.png@png"), 200)
         XCTAssertEqual(try status(server, "/_/msfs:0/plain/local:///photo.png@png"), 200, "0 is no limit")
-        XCTAssertEqual(try status(server, "/_/msfs:-1/plain/local:///photo.png@png"), 400)
+        XCTAssertEqual(try status(server, "/_/msfs:-1/plain/local:///photo.png@png"), 404)
     }
 
     /// integration_test's TestMaxSrcFileSizeGlobal: the server's limit, on a downloaded source.
@@ -108,8 +108,8 @@ final class SecurityOptionsServingTests: XCTestCase {
     func testAnimationLimitsAreAcceptedAndCheckedForRange() throws {
         let server = try makeServer()
         XCTAssertEqual(try status(server, "/_/maf:1/mafr:0.001/plain/local:///photo.png@png"), 200)
-        XCTAssertEqual(try status(server, "/_/maf:0/plain/local:///photo.png@png"), 400)
-        XCTAssertEqual(try status(server, "/_/mafr:-1/plain/local:///photo.png@png"), 400)
+        XCTAssertEqual(try status(server, "/_/maf:0/plain/local:///photo.png@png"), 404)
+        XCTAssertEqual(try status(server, "/_/mafr:-1/plain/local:///photo.png@png"), 404)
     }
 
     /// The security options' canonical segments parse back to the same limits (what the fuzzer checks of every option).
