@@ -55,10 +55,10 @@ public struct ProcessingURLError: Error, Sendable, Hashable, CustomStringConvert
     /// 422 for an output format, 404 for everything else.
     public var status: Int {
         switch reason {
-        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption, .forbiddenOption: return 400
-        case .unsupportedFormat: return 415
-        case .badSignature, .sourceNotAllowed, .securityOptionsNotAllowed: return 403
-        case .sourceNotFound: return 404
+        case .malformedURL, .unknownOption, .invalidOption, .unsupportedOption, .forbiddenOption: return 404
+        case .unsupportedFormat: return 422
+        case .badSignature, .securityOptionsNotAllowed: return 403
+        case .sourceNotAllowed, .sourceNotFound: return 404
         }
     }
 
