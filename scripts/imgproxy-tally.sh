@@ -30,15 +30,17 @@ if [ "$tally" = cases ]; then
   echo
 fi
 {
-  printf 'Go test file\tported\tpassed\tfailed\trefused\n'
+  printf 'Go test file\tported\tpassed\tfailed\trefused\tdiffers\n'
   # "imgproxy geometry cases: P passed, F failed, R refused" (processing/processing_test.go).
   sed -n 's/^imgproxy geometry cases: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) refused.*/\1 \2 \3/p' <<<"$output" |
-    awk '{ printf "processing/processing_test.go\t%d\t%d\t%d\t%d\n", $1 + $2 + $3, $1, $2, $3 }'
-  # "imgproxy tally: FILE<TAB>N ported<TAB>P passed<TAB>F failed<TAB>R refused<TAB>(…)".
+    awk '{ printf "processing/processing_test.go\t%d\t%d\t%d\t%d\t0\n", $1 + $2 + $3, $1, $2, $3 }'
+  # "imgproxy tally: FILE<TAB>N ported<TAB>P passed<TAB>F failed<TAB>R refused<TAB>(D deliberate …)":
+  # differs counts the passed cases marked `differs` (passed includes them).
   grep '^imgproxy tally: ' <<<"$output" | sed 's/^imgproxy tally: //' |
-    awk -F'\t' '{ printf "%s\t%d\t%d\t%d\t%d\n", $1, $2, $3, $4, $5 }'
-} | awk -F'\t' 'NR == 1 { print; next } { print; n += $2; p += $3; f += $4; r += $5 }
-  END { printf "total\t%d\t%d\t%d\t%d\n", n, p, f, r }' | column -t -s $'\t'
+    awk -F'\t' '{ sub(/^\(/, "", $6); d = $6 + 0
+      printf "%s\t%d\t%d\t%d\t%d\t%d\n", $1, $2, $3, $4, $5, d }'
+} | awk -F'\t' 'NR == 1 { print; next } { print; n += $2; p += $3; f += $4; r += $5; d += $6 }
+  END { printf "total\t%d\t%d\t%d\t%d\t%d\n", n, p, f, r, d }' | column -t -s $'\t'
 if grep -q 'error: Imgproxy' <<<"$output"; then
   echo
   echo "Cases whose outcome is not their mark (a failure, or a mark to update):"

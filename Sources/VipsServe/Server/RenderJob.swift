@@ -130,8 +130,13 @@ struct RenderJob: Sendable {
         HTTPResponse(
             status: 200, body: body,
             headers: headers + [("Content-Type", Self.contentType(format)), ("X-Content-Type-Options", "nosniff")]
-                + (disposition.map { [("Content-Disposition", $0.value(for: format))] } ?? []))
+                + (disposition.map { [("Content-Disposition", $0.value(for: format))] } ?? [])
+                // A source's own bytes (raw:1) may be an SVG with scripts: imgproxy's stream handler's policy.
+                + (unprocessed == .raw ? [("Content-Security-Policy", Self.rawContentSecurityPolicy)] : []))
     }
+
+    /// The `Content-Security-Policy` of a `raw:1` answer, imgproxy's.
+    static let rawContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
     /// The 304 response.
     func notModified() -> HTTPResponse? {

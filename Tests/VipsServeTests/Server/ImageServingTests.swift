@@ -135,7 +135,7 @@ final class ImageServingTests: XCTestCase {
             (photo, 422),
             ("/insecure/w:100/plain/local:///page.jpg", 422),
             ("/insecure/w:100/plain/local:///corrupt.jpg", 422),
-            ("/insecure/w:100/plain/local:///alpha.png@tiff", 422),
+            ("/insecure/w:100/plain/local:///alpha.png@svg", 422),
             ("/insecure/w:100/plain/\(origin.url("/broken.jpg").absoluteString)", 502),
             ("/insecure/w:100/plain/\(origin.url("/absent.jpg").absoluteString)", 404),
             ("/insecure/w:100/plain/\(origin.url("/forbidden.jpg").absoluteString)", 403)
