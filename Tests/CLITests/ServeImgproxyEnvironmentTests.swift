@@ -109,7 +109,7 @@ final class ServeImgproxyEnvironmentTests: XCTestCase {
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.header("Access-Control-Allow-Origin"), "https://app.example")
         XCTAssertEqual(response.header("Access-Control-Allow-Methods"), "GET, OPTIONS")
-        XCTAssertEqual(try connection.request(try signed(path)).status, 400, "not under the prefix")
+        XCTAssertEqual(try connection.request(try signed(path)).status, 404, "not under the prefix")
         XCTAssertEqual(try connection.request("/img/health").status, 200)
         let preflight = try connection.request("/img" + (try signed(path)), method: "OPTIONS")
         XCTAssertEqual(preflight.status, 200)

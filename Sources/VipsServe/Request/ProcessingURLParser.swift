@@ -48,7 +48,7 @@ public struct ProcessingURLParser: Sendable {
     public var limits: Limits
     /// imgproxy's `IMGPROXY_PATH_PREFIX`: every image URL's path starts with
     /// it (`/img` serves `/img/%signature/…`); it is not part of what a
-    /// signature signs. A path without it is 400. Set it with a leading `/`
+    /// signature signs. A path without it is 404. Set it with a leading `/`
     /// and no trailing one. Default "" (none).
     public var pathPrefix = ""
     /// The state every URL's options start from: imgproxy's defaults, with
