@@ -90,7 +90,8 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
         ),
-        .testTarget(name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim", "CDeflate", "VipsSynthesis"]),
+        .testTarget(
+            name: "VipsCoreTests", dependencies: ["VipsCore", "CVipsShim", "CDeflate", "VipsSynthesis", "TestSupport"]),
         // A real HTTP server on 127.0.0.1, shared by the library and CLI tests: a library target in
         // Tests/, so its path is not SwiftPM's default.
         .target(name: "TestSupport", dependencies: ["VipsCore"], path: "Tests/TestSupport"),

@@ -107,13 +107,9 @@ final class InfoEndpoint: Sendable {
         }
         let source = processing.imageRequest.source
         let identity: String
-        if let path = source.filePath {
-            switch RepresentationKey.identity(ofFile: path) {
-            case .success(let found): identity = found
-            case .failure(let error): return .failure(ErrorStatus(error))
-            }
-        } else {
-            identity = source.key
+        switch RepresentationKey.identity(of: source) {
+        case .success(let found): identity = found
+        case .failure(let error): return .failure(ErrorStatus(error))
         }
         var maxAge =
             configuration.maxAge ?? (processing.isSigned ? configuration.signedMaxAge : configuration.unsignedMaxAge)

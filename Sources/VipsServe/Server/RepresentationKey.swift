@@ -1,6 +1,7 @@
 import CGLib
 import Foundation
 import VipsCore
+import VipsLoad
 
 #if canImport(Glibc)
     import Glibc
@@ -30,6 +31,13 @@ struct RepresentationKey: Sendable, Hashable {
     /// A local file's identity, "file:PATH:DEVICE:INODE:SIZE:SECONDS.NANOSECONDS"
     /// (symbolic links followed); `.fileNotFound` (also for a folder) or
     /// `.permissionDenied` when `stat` fails.
+    /// A source's identity in keys: a local file's (`identity(ofFile:)`, one
+    /// `stat`), else the source's own key.
+    static func identity(of source: ImageSource) -> Result<String, VipsError> {
+        guard let path = source.filePath else { return .success(source.key) }
+        return identity(ofFile: path)
+    }
+
     static func identity(ofFile path: String) -> Result<String, VipsError> {
         var info = stat()
         guard stat(path, &info) == 0 else {

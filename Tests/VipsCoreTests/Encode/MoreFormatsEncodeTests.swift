@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import VipsCore
 import VipsSynthesis
 import XCTest
@@ -93,8 +94,8 @@ final class MoreFormatsEncodeTests: XCTestCase {
         let decoded = try decoder.decode(.data(png))
         XCTAssertLessThanOrEqual(decoded.meanAbsoluteDifference(to: grey), 1, "the same greys")
         let jpeg = try encoder.encode(grey, as: .jpeg(), greyscale: true).data
-        XCTAssertEqual(Self.jpegComponents(jpeg), 1)
-        XCTAssertEqual(Self.jpegComponents(try encoder.encode(grey, as: .jpeg()).data), 3)
+        XCTAssertEqual(JPEGSegments.components(jpeg), 1)
+        XCTAssertEqual(JPEGSegments.components(try encoder.encode(grey, as: .jpeg()).data), 3)
         let alpha = try ImageSynthesizer.bitmap(width: 32, height: 32, seed: 307, alpha: true)
         XCTAssertEqual(try encoder.encode(alpha, as: .png(), greyscale: true).data[25], 4, "grey and alpha")
     }
@@ -110,37 +111,16 @@ final class MoreFormatsEncodeTests: XCTestCase {
                     width: 64, height: 48, format: .jpeg, bands: 3, hasAlpha: false, orientation: 1, pages: 1),
                 decodedLeniently: false, metadata: ImageMetadata(exif: nil, hadICCProfile: true)))
         let stripped = try encoder.encode(bitmap, as: .jpeg()).data
-        XCTAssertFalse(Self.hasSegment(stripped, 0xE2), "no ICC by default")
+        XCTAssertFalse(JPEGSegments.contains(stripped, marker: 0xE2), "no ICC by default")
         let profiled = try encoder.encode(bitmap, as: .jpeg(), keepingColorProfile: true).data
         // (libvips writes a minimal EXIF block of its own, resolution and orientation, whenever it does not strip.)
-        XCTAssertTrue(Self.hasSegment(profiled, 0xE2), "APP2: the ICC profile")
+        XCTAssertTrue(JPEGSegments.contains(profiled, marker: 0xE2), "APP2: the ICC profile")
         let kept = try encoder.encode(bitmap, as: .jpeg(), keepingMetadata: true).data
-        XCTAssertTrue(Self.hasSegment(kept, 0xE2), "kept metadata keeps the profile by default")
+        XCTAssertTrue(JPEGSegments.contains(kept, marker: 0xE2), "kept metadata keeps the profile by default")
         let noProfile = try encoder.encode(bitmap, as: .jpeg(), keepingMetadata: true, keepingColorProfile: false).data
-        XCTAssertFalse(Self.hasSegment(noProfile, 0xE2), "the profile stripped, the metadata kept")
+        XCTAssertFalse(JPEGSegments.contains(noProfile, marker: 0xE2), "the profile stripped, the metadata kept")
         XCTAssertFalse(
-            Self.hasSegment(try encoder.encode(plain, as: .jpeg(), keepingColorProfile: true).data, 0xE2),
+            JPEGSegments.contains(try encoder.encode(plain, as: .jpeg(), keepingColorProfile: true).data, marker: 0xE2),
             "a source without a profile gets none")
-    }
-
-    static func jpegComponents(_ data: Data) -> Int? {
-        let bytes = [UInt8](data)
-        var offset = 2
-        while offset + 9 < bytes.count, bytes[offset] == 0xFF {
-            let marker = bytes[offset + 1]
-            if (0xC0...0xC2).contains(marker) { return Int(bytes[offset + 9]) }
-            offset += 2 + Int(bytes[offset + 2]) << 8 + Int(bytes[offset + 3])
-        }
-        return nil
-    }
-
-    static func hasSegment(_ data: Data, _ marker: UInt8) -> Bool {
-        let bytes = [UInt8](data)
-        var offset = 2
-        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, bytes[offset + 1] != 0xDA {
-            if bytes[offset + 1] == marker { return true }
-            offset += 2 + Int(bytes[offset + 2]) << 8 + Int(bytes[offset + 3])
-        }
-        return false
     }
 }

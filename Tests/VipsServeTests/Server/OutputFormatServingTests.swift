@@ -250,25 +250,26 @@ final class OutputFormatServingTests: XCTestCase {
             XCTAssertEqual(Int(response.body[25]), colourType, "\(file): the PNG's colour type")
         }
         let jpeg = try get(server, "/insecure/rs:fit:100:100/plain/local:///grey.png@jpg")
-        XCTAssertEqual(Self.jpegComponents(jpeg.body), 1, "one component: grey")
+        XCTAssertEqual(JPEGSegments.components(jpeg.body), 1, "one component: grey")
         XCTAssertEqual(
-            Self.jpegComponents(try get(server, "/insecure/rs:fit:100:100/plain/local:///photo.jpg@jpg").body), 3)
+            JPEGSegments.components(try get(server, "/insecure/rs:fit:100:100/plain/local:///photo.jpg@jpg").body), 3)
     }
 
     func testStripColorProfile() throws {
         let server = try makeServer()
         let target = "/insecure/rs:fit:100:100/%@plain/local:///p3.jpg@jpg"
         let stripped = try get(server, String(format: target, ""))
-        XCTAssertFalse(Self.hasSegment(stripped.body, 0xE2), "imgproxy's default: no profile")
+        XCTAssertFalse(JPEGSegments.contains(stripped.body, marker: 0xE2), "imgproxy's default: no profile")
         let kept = try get(server, String(format: target, "scp:0/"))
-        XCTAssertTrue(Self.hasSegment(kept.body, 0xE2), "the sRGB profile the pixels are in")
+        XCTAssertTrue(JPEGSegments.contains(kept.body, marker: 0xE2), "the sRGB profile the pixels are in")
         XCTAssertNotEqual(kept.header("ETag"), stripped.header("ETag"))
         let keeping = try makeServer { $0.output.stripColorProfile = false }
-        XCTAssertTrue(Self.hasSegment(try get(keeping, String(format: target, "")).body, 0xE2))
-        XCTAssertFalse(Self.hasSegment(try get(keeping, String(format: target, "scp:1/")).body, 0xE2))
+        XCTAssertTrue(JPEGSegments.contains(try get(keeping, String(format: target, "")).body, marker: 0xE2))
+        XCTAssertFalse(JPEGSegments.contains(try get(keeping, String(format: target, "scp:1/")).body, marker: 0xE2))
         // A source without a profile gets none.
         XCTAssertFalse(
-            Self.hasSegment(try get(keeping, "/insecure/rs:fit:100:100/plain/local:///photo.jpg@jpg").body, 0xE2))
+            JPEGSegments.contains(
+                try get(keeping, "/insecure/rs:fit:100:100/plain/local:///photo.jpg@jpg").body, marker: 0xE2))
         // keep_copyright and preserve_hdr are read (serve strips all metadata and writes 8 bits).
         for options in ["kcr:0", "kcr:1", "ph:1", "ph:0"] {
             XCTAssertEqual(try get(server, String(format: target, options + "/")).status, 200, options)
@@ -309,25 +310,5 @@ final class OutputFormatServingTests: XCTestCase {
         XCTAssertEqual(try decoded(overridden).width, 120)
         let dpr = try get(hints, "/insecure/dpr:1/plain/local:///photo.jpg@png", headers: ["DPR": "2", "Width": "400"])
         XCTAssertEqual(try decoded(dpr).width, 200, "200 points at the URL's dpr 1")
-    }
-
-    static func jpegComponents(_ data: Data) -> Int? {
-        let bytes = [UInt8](data)
-        var offset = 2
-        while offset + 9 < bytes.count, bytes[offset] == 0xFF {
-            if (0xC0...0xC2).contains(bytes[offset + 1]) { return Int(bytes[offset + 9]) }
-            offset += 2 + Int(bytes[offset + 2]) << 8 + Int(bytes[offset + 3])
-        }
-        return nil
-    }
-
-    static func hasSegment(_ data: Data, _ marker: UInt8) -> Bool {
-        let bytes = [UInt8](data)
-        var offset = 2
-        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, bytes[offset + 1] != 0xDA {
-            if bytes[offset + 1] == marker { return true }
-            offset += 2 + Int(bytes[offset + 2]) << 8 + Int(bytes[offset + 3])
-        }
-        return false
     }
 }
