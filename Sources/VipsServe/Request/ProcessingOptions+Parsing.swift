@@ -267,18 +267,11 @@ extension ProcessingOptions {
     /// `best` is imgproxy Pro's.
     static let unsupportedFormats: Set<String> = ["svg", "best"]
 
-    /// imgproxy's other options (open source and Pro), refused by name with what they do
-    /// (an entry whose name the switch above handles is never reached).
+    /// imgproxy's other options (open source and Pro), refused by name with what they do.
     static let unsupportedOptions: [String: String] = {
         var table: [String: String] = [:]
         for (names, what) in [
-            (["min-width", "mw"], "min width"), (["min-height", "mh"], "min height"), (["zoom", "z"], "zoom"),
-            (["extend_aspect_ratio", "extend_ar", "exar"], "extend to an aspect ratio"), (["trim", "t"], "trim"),
-            (["auto_rotate", "ar"], "auto rotate"), (["flip", "fl"], "flip"), (["pixelate", "pix"], "pixelate"),
-            (["keep_copyright", "kcr"], "keep copyright"),
-            (["strip_color_profile", "scp"], "strip color profile"), (["preserve_hdr", "ph"], "preserve HDR"),
-            (["enforce_thumbnail", "eth"], "enforce thumbnail"), (["format_quality", "fq"], "format quality"),
-            (["max_bytes", "mb"], "max bytes"),
+            (["enforce_thumbnail", "eth"], "enforce thumbnail"),
             (["max_result_dimension", "mrd"], "max result dimension"),
             (["resizing_algorithm", "ra"], "resizing algorithm"), (["adjust", "a"], "adjust"),
             (["brightness", "br"], "brightness"), (["contrast", "co"], "contrast"),

@@ -76,7 +76,7 @@ extension ImageServer {
             accept: String?, urlFormat: ProcessingOptions.Format?
         ) -> ProcessingOptions.Format? {
             guard readsAccept else { return nil }
-            let accepted = FormatNegotiation.acceptedTypes(accept)
+            let accepted = AcceptField.acceptedTypes(accept)
             let candidates: [(ProcessingOptions.Format, String, auto: Bool, enforce: Bool)] = [
                 (.jxl, "image/jxl", autoJXL, enforceJXL), (.avif, "image/avif", autoAVIF, enforceAVIF),
                 (.webp, "image/webp", autoWebP, enforceWebP)

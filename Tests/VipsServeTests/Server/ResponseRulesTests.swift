@@ -48,12 +48,18 @@ final class ResponseRulesTests: XCTestCase {
     }
 
     func testAcceptNegotiationPrefersAVIFThenWebPThenTheSourceFamily() {
-        XCTAssertEqual(FormatNegotiation(accept: "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"), .avif)
-        XCTAssertEqual(FormatNegotiation(accept: "image/webp,*/*"), .webp)
-        XCTAssertEqual(FormatNegotiation(accept: "image/avif;q=0, image/webp;q=0.5"), .webp, "q=0 refuses AVIF")
-        XCTAssertEqual(FormatNegotiation(accept: "image/*,*/*;q=0.8"), .sourceFamily, "wildcards promise nothing")
-        XCTAssertEqual(FormatNegotiation(accept: nil), .sourceFamily)
-        XCTAssertEqual(FormatNegotiation(accept: "IMAGE/WEBP"), .webp)
+        var settings = ImageServer.OutputSettings()
+        settings.autoAVIF = true
+        settings.autoWebP = true
+        func choice(_ accept: String?) -> ProcessingOptions.Format? {
+            settings.negotiated(accept: accept, urlFormat: nil)
+        }
+        XCTAssertEqual(choice("image/avif,image/webp,image/apng,image/*,*/*;q=0.8"), .avif)
+        XCTAssertEqual(choice("image/webp,*/*"), .webp)
+        XCTAssertEqual(choice("image/avif;q=0, image/webp;q=0.5"), .webp, "q=0 refuses AVIF")
+        XCTAssertNil(choice("image/*,*/*;q=0.8"), "wildcards promise nothing: the source's format")
+        XCTAssertNil(choice(nil))
+        XCTAssertEqual(choice("IMAGE/WEBP"), .webp)
     }
 
     func testEveryFailureKindHasAStatusAndATextNamingNoPath() {

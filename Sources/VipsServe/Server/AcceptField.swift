@@ -1,28 +1,9 @@
-/// What a client's `Accept` field names: `acceptedTypes` is what the server
-/// reads (`ImageServer.OutputSettings.negotiated` decides from it, with
-/// imgproxy's `AUTO_*`/`ENFORCE_*` switches); the enum is the choice with
-/// AVIF and WebP both on: AVIF if accepted, else WebP, else the source's family.
+/// What a client's `Accept` field names, as `ImageServer.OutputSettings.negotiated`
+/// reads it (with imgproxy's `AUTO_*`/`ENFORCE_*` switches).
 ///
 /// Only an explicit media type counts (`image/avif`, `image/webp`, with a
 /// quality above 0): `image/*` and `*/*` do not promise a decoder for either.
-enum FormatNegotiation: String, Sendable, Hashable {
-    case avif
-    case webp
-    /// JPEG, or PNG for alpha.
-    case sourceFamily = "jpeg-png"
-
-    /// The choice for the `Accept` field `accept` (nil: none sent).
-    init(accept: String?) {
-        let accepted = Self.acceptedTypes(accept)
-        if accepted.contains("image/avif") {
-            self = .avif
-        } else if accepted.contains("image/webp") {
-            self = .webp
-        } else {
-            self = .sourceFamily
-        }
-    }
-
+enum AcceptField {
     /// The media types an `Accept` field names with a quality above 0, in lower case.
     static func acceptedTypes(_ accept: String?) -> Set<String> {
         var accepted: Set<String> = []
